@@ -1,0 +1,68 @@
+#include "layouts/config.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "layouts/errors.h"
+
+namespace seam {
+namespace {
+
+std::string env_string(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : fallback;
+}
+
+int64_t env_int(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  long long x = std::strtoll(v, &end, 10);
+  if (*end != '\0') throw ValueError(std::string(name) + ": not an integer: '" + v + "'");
+  return x;
+}
+
+}  // namespace
+
+Config Config::from_env() {
+  Config c;
+  c.log_level = env_string("SEAM_LOG_LEVEL", c.log_level);
+  c.transport = env_string("SEAM_TRANSPORT", c.transport);
+  if (!c.transport.empty() && c.transport != "shm" && c.transport != "ucx")
+    throw ValueError("SEAM_TRANSPORT must be 'shm' or 'ucx', got '" + c.transport + "'");
+  c.timeout_ms = env_int("SEAM_TIMEOUT_MS", c.timeout_ms);
+  if (c.timeout_ms <= 0) throw ValueError("SEAM_TIMEOUT_MS must be positive");
+  c.spin_us = env_int("SEAM_SPIN_US", c.spin_us);
+  c.algorithm = env_string("SEAM_ALGO", c.algorithm);
+  c.small_msg_bytes = static_cast<size_t>(env_int("SEAM_SMALL_MSG_BYTES", 0));
+  c.chunk_bytes = static_cast<size_t>(env_int("SEAM_CHUNK_BYTES", 0));
+  c.store_addr = env_string("SEAM_STORE_ADDR", "");
+  c.rank = static_cast<int>(env_int("SEAM_RANK", -1));
+  c.world_size = static_cast<int>(env_int("SEAM_WORLD_SIZE", -1));
+  c.job_token = env_string("SEAM_JOB_TOKEN", "");
+  return c;
+}
+
+const Config& Config::get() {
+  static const Config config = from_env();
+  return config;
+}
+
+std::vector<std::string> Config::describe() const {
+  auto s = [](size_t v) { return v ? std::to_string(v) : std::string("built-in"); };
+  return {
+      "SEAM_LOG_LEVEL=" + log_level,
+      "SEAM_TRANSPORT=" + (transport.empty() ? std::string("auto") : transport),
+      "SEAM_TIMEOUT_MS=" + std::to_string(timeout_ms),
+      "SEAM_SPIN_US=" + std::to_string(spin_us),
+      "SEAM_ALGO=" + (algorithm.empty() ? std::string("auto") : algorithm),
+      "SEAM_SMALL_MSG_BYTES=" + s(small_msg_bytes),
+      "SEAM_CHUNK_BYTES=" + s(chunk_bytes),
+      "SEAM_STORE_ADDR=" + (store_addr.empty() ? std::string("(unset)") : store_addr),
+      "SEAM_RANK=" + std::to_string(rank),
+      "SEAM_WORLD_SIZE=" + std::to_string(world_size),
+      std::string("SEAM_JOB_TOKEN=") + (job_token.empty() ? "(unset)" : "(set)"),
+  };
+}
+
+}  // namespace seam

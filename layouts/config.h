@@ -1,0 +1,35 @@
+// Seam's configuration: every SEAM_* environment variable is read here, once, and nowhere else.
+// seam_info prints it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace seam {
+
+/// Process-wide settings from the environment (defaults in brackets).
+struct Config {
+  std::string log_level = "warn";  ///< SEAM_LOG_LEVEL: trace|debug|info|warn|error|off [warn]
+  std::string transport;           ///< SEAM_TRANSPORT: "", "shm" or "ucx" ("" = automatic)
+  int64_t timeout_ms = 60000;      ///< SEAM_TIMEOUT_MS: deadline of every collective and wait [60000]
+  int64_t spin_us = 50;            ///< SEAM_SPIN_US: busy-poll before blocking on an event [50]
+  std::string algorithm;           ///< SEAM_ALGO: force one algorithm by name for every collective
+  size_t small_msg_bytes = 0;      ///< SEAM_SMALL_MSG_BYTES: latency/bandwidth threshold (0 = built-in)
+  size_t chunk_bytes = 0;          ///< SEAM_CHUNK_BYTES: pipeline chunk (0 = built-in)
+  // TCP-store bootstrap, for engines that start their own ranks.
+  std::string store_addr;  ///< SEAM_STORE_ADDR: host:port served by rank 0
+  int rank = -1;           ///< SEAM_RANK
+  int world_size = -1;     ///< SEAM_WORLD_SIZE
+  std::string job_token;   ///< SEAM_JOB_TOKEN: shared secret every peer must present
+
+  /// Reads the environment (throws ValueError on a malformed value).
+  static Config from_env();
+  /// The process-wide instance (read on first use).
+  static const Config& get();
+  /// "NAME=value" lines for seam_info.
+  std::vector<std::string> describe() const;
+};
+
+}  // namespace seam

@@ -1,0 +1,45 @@
+#include "layouts/dtype.h"
+
+namespace seam {
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::f32: return "float";
+    case DType::f64: return "double";
+    case DType::bf16: return "bfloat16";
+    case DType::f16: return "half";
+    case DType::i32: return "int32";
+    case DType::u8: return "uint8";
+    case DType::fp8_e4m3: return "fp8_e4m3";
+  }
+  return "?";
+}
+
+std::optional<DType> parse_dtype(std::string_view n) {
+  if (n == "float" || n == "f32" || n == "fp32" || n == "float32") return DType::f32;
+  if (n == "double" || n == "f64" || n == "fp64" || n == "float64") return DType::f64;
+  if (n == "bfloat16" || n == "bf16") return DType::bf16;
+  if (n == "half" || n == "f16" || n == "fp16" || n == "float16") return DType::f16;
+  if (n == "int32" || n == "i32" || n == "int") return DType::i32;
+  if (n == "uint8" || n == "u8") return DType::u8;
+  if (n == "fp8_e4m3" || n == "fp8") return DType::fp8_e4m3;
+  return std::nullopt;
+}
+
+std::string_view reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return "sum";
+    case ReduceOp::max: return "max";
+    case ReduceOp::min: return "min";
+  }
+  return "?";
+}
+
+std::optional<ReduceOp> parse_reduce_op(std::string_view n) {
+  if (n == "sum") return ReduceOp::sum;
+  if (n == "max") return ReduceOp::max;
+  if (n == "min") return ReduceOp::min;
+  return std::nullopt;
+}
+
+}  // namespace seam

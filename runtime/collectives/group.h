@@ -1,0 +1,30 @@
+// What a collective algorithm sees of its communicator: group-local ranks and tagged
+// point-to-point messages scoped to one operation (the communicator folds its id and the
+// operation's sequence number into the transport tag, so `step` only has to be unique within
+// one call).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "transports/transport.h"
+
+namespace seam::collectives {
+
+class Group {
+ public:
+  virtual ~Group() = default;
+  /// This process's rank in the group, and the group's size.
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// World rank of group rank r (for messages and errors).
+  virtual int world_rank(int r) const = 0;
+  /// Non-blocking send/receive to group rank `peer`; `step` distinguishes messages of one call.
+  virtual transport::RequestPtr isend(int peer, uint32_t step, const void* data, size_t bytes) = 0;
+  virtual transport::RequestPtr irecv(int peer, uint32_t step, void* data, size_t bytes) = 0;
+  /// Name of the transport the messages take ("shm", "ucx", "loopback"), for logs.
+  virtual std::string_view transport_name() const = 0;
+};
+
+}  // namespace seam::collectives

@@ -1,0 +1,73 @@
+// Communicator: a group of ranks and its collectives on host (and, with CUDA, device) memory.
+// Created from the environment (under mpirun, or from a TCP store for engines that start their
+// own ranks); sub-groups by rank list or split(color, key). Every collective is non-blocking
+// and returns a Work; `.wait()` makes it blocking.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "layouts/dtype.h"
+#include "runtime/comm/work.h"
+
+namespace seam::comm {
+
+/// How to bootstrap. Unset fields come from the environment (SEAM_* or mpirun's).
+struct BootstrapOptions {
+  std::string store_addr;  ///< host:port of the TCP store (rank 0 serves it)
+  int rank = -1;
+  int world_size = -1;
+  std::string job_token;   ///< every peer must present it
+};
+
+class CommunicatorImpl;  // runtime-internal
+
+class Communicator {
+ public:
+  /// The world communicator: TCP store if SEAM_STORE_ADDR (or options.store_addr) is set,
+  /// else mpirun's environment. Collective over all ranks.
+  static std::shared_ptr<Communicator> create_world(const BootstrapOptions& options = {});
+
+  ~Communicator();
+  int rank() const;
+  int size() const;
+  /// World rank of this communicator's rank r.
+  int world_rank(int r) const;
+  /// Transport in use between this rank and its peers ("shm" or "ucx").
+  std::string transport_name() const;
+
+  /// Sub-group of the given ranks (of this communicator, in that order); collective over the
+  /// members only. Returns nullptr on ranks not listed.
+  std::shared_ptr<Communicator> group(std::span<const int> ranks);
+  /// MPI_Comm_split semantics: ranks with the same color form a group ordered by (key, rank).
+  /// Collective over all ranks. A negative color returns nullptr.
+  std::shared_ptr<Communicator> split(int color, int key);
+
+  Work all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op);
+  Work reduce_scatter(const void* send, void* recv, size_t recv_count, DType dtype, ReduceOp op);
+  /// counts[r] elements land on rank r (zero allowed); send holds sum(counts).
+  Work reduce_scatterv(const void* send, void* recv, std::span<const size_t> counts, DType dtype,
+                       ReduceOp op);
+  Work all_gather(const void* send, void* recv, size_t send_count, DType dtype);
+  /// Rank r contributes counts[r] elements; recv holds sum(counts) in rank order.
+  Work all_gatherv(const void* send, void* recv, std::span<const size_t> counts, DType dtype);
+  Work broadcast(void* buffer, size_t count, DType dtype, int root);
+  /// Rank r receives counts[r] elements of root's send, in rank order.
+  Work scatterv(const void* send, void* recv, std::span<const size_t> counts, DType dtype, int root);
+  Work barrier();
+  /// Point-to-point (pipeline handoff): bytes to/from rank `peer` of this communicator.
+  Work send(const void* data, size_t bytes, int peer, uint32_t tag = 0);
+  Work recv(void* data, size_t bytes, int peer, uint32_t tag = 0);
+
+  /// For the runtime only.
+  explicit Communicator(std::unique_ptr<CommunicatorImpl> impl);
+  CommunicatorImpl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<CommunicatorImpl> impl_;
+};
+
+}  // namespace seam::comm

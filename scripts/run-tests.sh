@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Sets everything up on a fresh Debian 12 machine and runs the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup-debian.sh build
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+ctest --test-dir build --output-on-failure --timeout 600 -j 1

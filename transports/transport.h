@@ -1,0 +1,87 @@
+// The small interface every transport implements: tagged, non-blocking point-to-point messages
+// between world ranks, progress, and a blocking wait for activity (so waiting ranks do not
+// starve others on an oversubscribed host).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace seam::transport {
+
+/// Completion of one send or receive. Transports call complete()/fail(); users poll state().
+class Request {
+ public:
+  enum class State : uint8_t { pending, done, failed };
+  explicit Request(int peer) : peer_(peer) {}
+  virtual ~Request() = default;
+
+  State state() const { return state_.load(std::memory_order_acquire); }
+  bool done() const { return state() == State::done; }
+  bool failed() const { return state() == State::failed; }
+  bool finished() const { return state() != State::pending; }
+  /// World rank on the other side.
+  int peer() const { return peer_; }
+  /// Why it failed (empty unless failed()).
+  const std::string& error() const { return error_; }
+  /// Bytes actually received (receives only, valid once done()).
+  size_t received_bytes() const { return received_bytes_; }
+
+  void complete(size_t received_bytes = 0) {
+    received_bytes_ = received_bytes;
+    state_.store(State::done, std::memory_order_release);
+  }
+  void fail(std::string why) {
+    error_ = std::move(why);
+    state_.store(State::failed, std::memory_order_release);
+  }
+
+ private:
+  std::atomic<State> state_{State::pending};
+  int peer_;
+  size_t received_bytes_ = 0;
+  std::string error_;
+};
+using RequestPtr = std::shared_ptr<Request>;
+
+/// How a transport learns its peers' addresses: an all-gather of small byte strings over the
+/// bootstrap (implemented by runtime/bootstrap).
+class AddressExchange {
+ public:
+  virtual ~AddressExchange() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// Every rank's `mine`, indexed by rank. Collective over all ranks.
+  virtual std::vector<std::string> all_gather(const std::string& mine) = 0;
+};
+
+/// Moves bytes between world ranks. Messages between a pair with the same tag are delivered
+/// in order; a receive must be posted with at least the sender's size (a smaller receive fails
+/// the request with a size-mismatch error naming both sizes).
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  /// "shm", "ucx", "loopback".
+  virtual std::string_view name() const = 0;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// Starts sending `bytes` at `data` to world rank `peer`; the buffer must stay valid until the
+  /// request finishes.
+  virtual RequestPtr isend(int peer, uint64_t tag, const void* data, size_t bytes) = 0;
+  /// Posts a receive of up to `bytes` into `data` from world rank `peer` with `tag`.
+  virtual RequestPtr irecv(int peer, uint64_t tag, void* data, size_t bytes) = 0;
+  /// Advances communication; true when anything completed or arrived.
+  virtual bool progress() = 0;
+  /// Sleeps until something may have arrived for this rank, or `max` passed. Never busy-waits.
+  virtual void wait_for_activity(std::chrono::microseconds max) = 0;
+  /// Whether peer is reachable (and, for local peers, its process alive). A dead peer fails
+  /// every pending request that involves it.
+  virtual bool peer_alive(int peer) = 0;
+};
+
+}  // namespace seam::transport
