@@ -1,0 +1,105 @@
+// Internal: the row pipeline every add+RMSNorm variant shares (plain, fused reduce, quantised).
+// One row at a time: sum the row's inputs in FP32 into a per-thread scratch row, write the
+// rounded residual, take the inverse RMS, then hand the FP32 normalised row to an emitter that
+// stores it (rounded output, or FP8 with a per-token scale).
+#pragma once
+
+#include <cmath>
+#include <span>
+#include <vector>
+
+#include "kernels/norm/io_dtype.h"
+#include "kernels/norm/rms_norm.h"
+
+namespace seam::kernels::detail {
+
+/// The tensors of one norm call. partials holds the summand(s): one activation, or k partial
+/// sums to reduce first. residual (in/out), extra and reduced_out may be null.
+struct NormInputs {
+  std::span<const Tensor> partials;
+  const Tensor* residual = nullptr;
+  const Tensor* extra = nullptr;
+  const Tensor* reduced_out = nullptr;
+};
+
+/// Checks dtypes, shapes and devices against the first summand (TypeError / ValueError).
+void validate(const NormInputs& in, const RmsNormSpec& norm, const Tensor& out, DType out_dtype);
+
+/// Per-thread FP32 scratch rows, grown on demand (no allocation once warm).
+struct RowScratch {
+  std::vector<float> sum;     ///< the row's FP32 sum, then its normalised values
+  std::vector<float> weight;  ///< the folded weight
+};
+RowScratch& row_scratch(int64_t cols);
+
+/// Fills w[c] with the FP32 factor the normalised row is multiplied by (w, or 1 + w for Gemma).
+void fold_weight(const RmsNormSpec& norm, int64_t cols, float* w);
+
+template <class Io>
+const typename Io::T* row_of(const Tensor& t, int64_t r) {
+  return static_cast<const typename Io::T*>(t.row(r));
+}
+template <class Io>
+typename Io::T* mutable_row_of(const Tensor& t, int64_t r) {
+  return static_cast<typename Io::T*>(t.row(r));
+}
+
+/// s = this row's FP32 sum in the reference order; writes the rounded residual (and reduced sum).
+template <class Io>
+void sum_row(const NormInputs& in, int64_t r, int64_t cols, float* s) {
+  const typename Io::T* first = row_of<Io>(in.partials[0], r);
+  for (int64_t c = 0; c < cols; ++c) s[c] = Io::load(first[c]);
+  if (in.partials.size() > 1) {
+    for (size_t i = 1; i < in.partials.size(); ++i) {
+      const typename Io::T* p = row_of<Io>(in.partials[i], r);
+      for (int64_t c = 0; c < cols; ++c) s[c] += Io::load(p[c]);
+    }
+    // The sum lands in the I/O dtype first, exactly as an unfused all-reduce would return it.
+    typename Io::T* reduced = in.reduced_out ? mutable_row_of<Io>(*in.reduced_out, r) : nullptr;
+    for (int64_t c = 0; c < cols; ++c) {
+      const typename Io::T v = Io::store(s[c]);
+      if (reduced) reduced[c] = v;
+      s[c] = Io::load(v);
+    }
+  }
+  if (!in.residual) return;
+  typename Io::T* residual = mutable_row_of<Io>(*in.residual, r);
+  for (int64_t c = 0; c < cols; ++c) s[c] += Io::load(residual[c]);
+  if (in.extra) {
+    const typename Io::T* extra = row_of<Io>(*in.extra, r);
+    for (int64_t c = 0; c < cols; ++c) s[c] += Io::load(extra[c]);
+  }
+  for (int64_t c = 0; c < cols; ++c) residual[c] = Io::store(s[c]);
+}
+
+/// 1 / sqrt(mean(s²) + eps), the square sum accumulated in FP32 over eight fixed lanes (a fixed
+/// order the compiler can vectorise).
+inline float inverse_rms(const float* s, int64_t cols, float eps) {
+  float lane[8] = {};
+  int64_t c = 0;
+  for (; c + 8 <= cols; c += 8)
+    for (int j = 0; j < 8; ++j) lane[j] += s[c + j] * s[c + j];
+  for (int j = 0; c < cols; ++c, ++j) lane[j] += s[c] * s[c];
+  const float total = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+  return 1.0f / std::sqrt(total / static_cast<float>(cols) + eps);
+}
+
+/// Runs the pipeline over every row: emit(r, y) receives the FP32 normalised row y (cols values,
+/// scratch the emitter may overwrite).
+template <class Io, class Emit>
+void for_each_normed_row(const NormInputs& in, const RmsNormSpec& norm, Emit&& emit) {
+  const int64_t rows = in.partials[0].rows, cols = in.partials[0].cols;
+  if (rows == 0 || cols == 0) return;
+  RowScratch& scratch = row_scratch(cols);
+  float* s = scratch.sum.data();
+  float* w = scratch.weight.data();
+  fold_weight(norm, cols, w);
+  for (int64_t r = 0; r < rows; ++r) {
+    sum_row<Io>(in, r, cols, s);
+    const float inv = inverse_rms(s, cols, norm.eps);
+    for (int64_t c = 0; c < cols; ++c) s[c] = (s[c] * inv) * w[c];
+    emit(r, s);
+  }
+}
+
+}  // namespace seam::kernels::detail
