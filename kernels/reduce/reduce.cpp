@@ -1,0 +1,83 @@
+#include "kernels/reduce/reduce.h"
+
+#include <string>
+
+#include "kernels/reduce/reduce_table.h"
+#include "layouts/errors.h"
+
+namespace seam::kernels {
+namespace {
+
+int dtype_slot(DType t) {
+  switch (t) {
+    case DType::f32: return 0;
+    case DType::f64: return 1;
+    case DType::i32: return 2;
+    case DType::bf16: return 3;
+    case DType::f16: return 4;
+    default: throw ValueError("reduce: no reduction kernel for dtype " + std::string(dtype_name(t)));
+  }
+}
+
+const detail::ReduceTable& table_of(ReduceIsa isa) {
+  switch (isa) {
+    case ReduceIsa::avx512: return detail::avx512_table;
+    case ReduceIsa::avx2: return detail::avx2_table;
+    case ReduceIsa::generic: break;
+  }
+  return detail::generic_table;
+}
+
+}  // namespace
+
+bool reduce_isa_supported(ReduceIsa isa) {
+  switch (isa) {
+    case ReduceIsa::avx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c");
+    case ReduceIsa::avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+             __builtin_cpu_supports("f16c");
+    case ReduceIsa::generic: return true;
+  }
+  return false;
+}
+
+ReduceIsa best_reduce_isa() {
+  static const ReduceIsa best = reduce_isa_supported(ReduceIsa::avx512) ? ReduceIsa::avx512
+                                : reduce_isa_supported(ReduceIsa::avx2) ? ReduceIsa::avx2
+                                                                        : ReduceIsa::generic;
+  return best;
+}
+
+std::string_view reduce_isa_name(ReduceIsa isa) {
+  switch (isa) {
+    case ReduceIsa::avx512: return "avx512";
+    case ReduceIsa::avx2: return "avx2";
+    case ReduceIsa::generic: break;
+  }
+  return "generic";
+}
+
+void reduce(ReduceIsa isa, void* dst, std::span<const void* const> srcs, size_t count,
+            DType dtype, ReduceOp op) {
+  if (srcs.empty()) throw ValueError("reduce: no source buffers");
+  if (count == 0) return;
+  table_of(isa)[dtype_slot(dtype)][static_cast<int>(op)](dst, srcs.data(), srcs.size(), count);
+}
+
+void reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype, ReduceOp op) {
+  reduce(best_reduce_isa(), dst, srcs, count, dtype, op);
+}
+
+void reduce_into(void* dst, const void* src, size_t count, DType dtype, ReduceOp op) {
+  const void* srcs[2] = {dst, src};
+  reduce(dst, srcs, count, dtype, op);
+}
+
+void reduce2(void* dst, const void* a, const void* b, size_t count, DType dtype, ReduceOp op) {
+  const void* srcs[2] = {a, b};
+  reduce(dst, srcs, count, dtype, op);
+}
+
+}  // namespace seam::kernels

@@ -1,0 +1,35 @@
+// Element-wise reductions on host memory (sum, max, min over f32, f64, i32, bf16, f16),
+// vectorised for AVX-512 / AVX2 and chosen at run time, with a portable fallback.
+// bf16/f16 are accumulated in FP32: every source of one call is summed in FP32 and the result
+// rounded once, so an algorithm that reduces k peers' blocks in one call rounds once.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+#include "layouts/dtype.h"
+
+namespace seam::kernels {
+
+/// Instruction set a kernel runs with. best_reduce_isa() is the fastest this CPU supports.
+enum class ReduceIsa { generic, avx2, avx512 };
+ReduceIsa best_reduce_isa();
+std::string_view reduce_isa_name(ReduceIsa isa);
+/// Whether this CPU can run kernels built for `isa`.
+bool reduce_isa_supported(ReduceIsa isa);
+
+/// dst[i] = op(srcs[0][i], ..., srcs[n-1][i]) for i < count (n >= 1; n == 1 copies).
+/// dst may alias any source exactly (not partially overlap). Throws ValueError on a dtype or
+/// op without a kernel.
+void reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype, ReduceOp op);
+/// As reduce(), with an explicit instruction set (tests compare every set with a reference).
+void reduce(ReduceIsa isa, void* dst, std::span<const void* const> srcs, size_t count,
+            DType dtype, ReduceOp op);
+
+/// dst = op(dst, src).
+void reduce_into(void* dst, const void* src, size_t count, DType dtype, ReduceOp op);
+/// dst = op(a, b).
+void reduce2(void* dst, const void* a, const void* b, size_t count, DType dtype, ReduceOp op);
+
+}  // namespace seam::kernels

@@ -1,0 +1,15 @@
+// AVX2 build of the reduction kernels, chosen at run time when the CPU has AVX2 and F16C.
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include <immintrin.h>
+
+#include "kernels/reduce/reduce_table.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#define SEAM_REDUCE_TABLE avx2_table
+#define SEAM_REDUCE_F16C 1
+#include "kernels/reduce/reduce_kernels.inc"
+#pragma GCC pop_options

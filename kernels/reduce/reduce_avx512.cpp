@@ -1,0 +1,15 @@
+// AVX-512 build of the reduction kernels, chosen at run time when the CPU has AVX-512 F/BW/VL.
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include <immintrin.h>
+
+#include "kernels/reduce/reduce_table.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c,prefer-vector-width=512")
+#define SEAM_REDUCE_TABLE avx512_table
+#define SEAM_REDUCE_F16C 1
+#include "kernels/reduce/reduce_kernels.inc"
+#pragma GCC pop_options

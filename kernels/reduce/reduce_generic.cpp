@@ -1,0 +1,12 @@
+// Portable build of the reduction kernels (SSE2 baseline), the fallback.
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include <immintrin.h>
+
+#include "kernels/reduce/reduce_table.h"
+
+#define SEAM_REDUCE_TABLE generic_table
+#define SEAM_REDUCE_F16C 0
+#include "kernels/reduce/reduce_kernels.inc"

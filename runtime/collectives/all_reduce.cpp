@@ -1,0 +1,66 @@
+#include "kernels/reduce/reduce.h"
+#include "runtime/collectives/blocks.h"
+#include "runtime/collectives/collectives.h"
+#include "runtime/collectives/receive.h"
+#include "runtime/collectives/schedules.h"
+#include "runtime/collectives/scratch.h"
+#include "runtime/collectives/selection.h"
+#include "runtime/collectives/validate.h"
+
+namespace seam::collectives {
+namespace {
+
+constexpr std::string_view kName = "all_reduce";
+
+/// Every rank sends its whole buffer to every peer and reduces the n buffers in rank order: one
+/// round, one rounding, and the same bits on every rank.
+comm::Task direct_all_reduce(Group& g, const char* send, char* recv, size_t count, DType dtype,
+                             ReduceOp op) {
+  const int n = g.size(), r = g.rank();
+  const size_t bytes = count * dtype_size(dtype);
+  Scratch staging((n - 1) * bytes);
+  std::vector<const void*> sources(n);
+  std::vector<ExpectedReceive> receives;
+  for (int p = 0; p < n; ++p) {
+    if (p == r) {
+      sources[p] = send;
+      continue;
+    }
+    char* slot = staging.data() + (p < r ? p : p - 1) * bytes;
+    sources[p] = slot;
+    if (bytes) receives.push_back(post_receive(g, p, 0, slot, bytes));
+  }
+  std::vector<transport::RequestPtr> sends;
+  for (int p = 0; p < n && bytes; ++p)
+    if (p != r) sends.push_back(g.isend(p, 0, send, bytes));
+  co_await received(kName, std::move(receives));
+  // In place, recv is what the sends read: they must be done before it is overwritten.
+  if (send == recv) co_await comm::all_of(std::move(sends));
+  kernels::reduce(recv, sources, count, dtype, op);
+  co_await comm::all_of(std::move(sends));
+}
+
+/// Ring reduce-scatter of n near-equal blocks, then a ring all-gather of the reduced blocks.
+comm::Task ring_all_reduce(Group& g, const char* send, char* recv, size_t count, DType dtype,
+                           ReduceOp op) {
+  const auto blocks = even_blocks(count, g.size());
+  char* mine = recv + block_offsets(blocks)[g.rank()] * dtype_size(dtype);
+  comm::Task reduce = ring_reduce_scatter(g, kName, send, mine, blocks, dtype, op, 0);
+  co_await comm::run(reduce);
+  comm::Task gather = ring_all_gather(g, kName, mine, recv, blocks, dtype, 1);
+  co_await comm::run(gather);
+}
+
+}  // namespace
+
+comm::Task all_reduce(Group& g, const void* send, void* recv, size_t count, DType dtype,
+                      ReduceOp op) {
+  check_reducible(kName, dtype);
+  Algorithm a = select_algorithm(Collective::all_reduce, g, count * dtype_size(dtype), count, dtype);
+  auto in = static_cast<const char*>(send);
+  auto out = static_cast<char*>(recv);
+  if (a == Algorithm::direct) return direct_all_reduce(g, in, out, count, dtype, op);
+  return ring_all_reduce(g, in, out, count, dtype, op);
+}
+
+}  // namespace seam::collectives

@@ -1,0 +1,19 @@
+// How a collective's buffer splits into per-rank blocks, in elements.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+namespace seam::collectives {
+
+/// offsets[r] = counts[0] + ... + counts[r-1]; offsets[n] is the total.
+std::vector<size_t> block_offsets(std::span<const size_t> counts);
+/// count split into n blocks in rank order, as even as possible (the first count % n get one
+/// more element): the blocks all-reduce reduces and gathers.
+std::vector<size_t> even_blocks(size_t count, int n);
+/// Elements per pipeline chunk for this dtype: SEAM_CHUNK_BYTES (or the built-in default)
+/// rounded down to whole elements, at least one.
+size_t chunk_elements(size_t element_bytes);
+
+}  // namespace seam::collectives

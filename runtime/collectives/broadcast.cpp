@@ -1,0 +1,59 @@
+#include "runtime/collectives/blocks.h"
+#include "runtime/collectives/chunks.h"
+#include "runtime/collectives/collectives.h"
+#include "runtime/collectives/receive.h"
+#include "runtime/collectives/selection.h"
+#include "runtime/collectives/validate.h"
+
+namespace seam::collectives {
+namespace {
+
+constexpr std::string_view kName = "broadcast";
+
+/// The root sends the whole buffer to every rank.
+comm::Task direct_broadcast(Group& g, char* buffer, size_t bytes, int root) {
+  if (bytes == 0) co_return;
+  if (g.rank() != root) {
+    co_await received(kName, post_receive(g, root, 0, buffer, bytes));
+    co_return;
+  }
+  std::vector<transport::RequestPtr> sends;
+  for (int p = 0; p < g.size(); ++p)
+    if (p != root) sends.push_back(g.isend(p, 0, buffer, bytes));
+  co_await comm::all_of(std::move(sends));
+}
+
+/// A chain from the root through the ranks in order, pipelined in chunks: each rank forwards
+/// a chunk as soon as it arrived, so every link carries the buffer once.
+comm::Task chain_broadcast(Group& g, char* buffer, size_t count, size_t element_bytes, int root) {
+  const int n = g.size();
+  const int position = (g.rank() - root + n) % n;
+  const int previous = (g.rank() + n - 1) % n, next = (g.rank() + 1) % n;
+  const bool forwards = position + 1 < n;
+  std::vector<ExpectedReceive> receives;
+  if (position > 0)
+    for (Chunk c : Chunks(count, chunk_elements(element_bytes)))
+      receives.push_back(post_receive(g, previous, 0, buffer + c.first * element_bytes,
+                                      c.count * element_bytes));
+  std::vector<transport::RequestPtr> sends;
+  size_t i = 0;
+  for (Chunk c : Chunks(count, chunk_elements(element_bytes))) {
+    if (position > 0) co_await received(kName, receives[i++]);
+    if (forwards)
+      sends.push_back(g.isend(next, 0, buffer + c.first * element_bytes, c.count * element_bytes));
+  }
+  co_await comm::all_of(std::move(sends));
+}
+
+}  // namespace
+
+comm::Task broadcast(Group& g, void* buffer, size_t count, DType dtype, int root) {
+  check_root(kName, g, root);
+  const size_t es = dtype_size(dtype);
+  Algorithm a = select_algorithm(Collective::broadcast, g, count * es, count, dtype);
+  auto data = static_cast<char*>(buffer);
+  if (a == Algorithm::direct) return direct_broadcast(g, data, count * es, root);
+  return chain_broadcast(g, data, count, es, root);
+}
+
+}  // namespace seam::collectives

@@ -1,0 +1,58 @@
+#include "runtime/collectives/receive.h"
+
+#include <string>
+
+#include "layouts/errors.h"
+
+namespace seam::collectives {
+
+ExpectedReceive post_receive(Group& g, int peer, uint32_t step, void* data, size_t bytes) {
+  return {g.irecv(peer, step, data, bytes), bytes};
+}
+
+void check_receive(std::string_view collective, const ExpectedReceive& receive) {
+  const auto& r = *receive.request;
+  std::string who = std::string(collective) + ": rank " + std::to_string(r.peer());
+  if (r.failed()) {
+    // Transports fail a receive shorter than the message with a "size mismatch" error.
+    if (r.error().find("size") != std::string::npos)
+      throw MismatchError(who + " sent more than expected (" + r.error() +
+                          "): the ranks disagree on count or dtype");
+    throw CommError(who + ": " + r.error(), r.peer());
+  }
+  if (r.received_bytes() != receive.bytes)
+    throw MismatchError(who + " sent " + std::to_string(r.received_bytes()) + " bytes, expected " +
+                        std::to_string(receive.bytes) +
+                        ": the ranks disagree on count or dtype");
+}
+
+bool ReceivesAwaiter::ready() {
+  for (const auto& r : receives)
+    if (!r.request->finished()) return false;
+  return true;
+}
+
+int ReceivesAwaiter::blocking_peer() const {
+  for (const auto& r : receives)
+    if (!r.request->finished()) return r.request->peer();
+  return -1;
+}
+
+void ReceivesAwaiter::await_resume() {
+  for (const auto& r : receives) check_receive(collective, r);
+}
+
+ReceivesAwaiter received(std::string_view collective, std::vector<ExpectedReceive> receives) {
+  ReceivesAwaiter a;
+  a.collective = collective;
+  a.receives = std::move(receives);
+  return a;
+}
+
+ReceivesAwaiter received(std::string_view collective, ExpectedReceive receive) {
+  std::vector<ExpectedReceive> one;
+  one.push_back(std::move(receive));
+  return received(collective, std::move(one));
+}
+
+}  // namespace seam::collectives

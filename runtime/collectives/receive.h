@@ -1,0 +1,41 @@
+// Awaiting receives with the size check that detects arguments disagreeing across ranks: a
+// message of another size than this rank expects is a MismatchError naming the peer and both
+// sizes, not a silent truncation.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+#include "runtime/collectives/group.h"
+#include "runtime/comm/task.h"
+
+namespace seam::collectives {
+
+/// A posted receive and the byte count this rank expects it to bring.
+struct ExpectedReceive {
+  transport::RequestPtr request;
+  size_t bytes = 0;
+};
+
+/// Posts a receive of exactly `bytes` from group rank `peer`.
+ExpectedReceive post_receive(Group& g, int peer, uint32_t step, void* data, size_t bytes);
+
+/// Throws MismatchError (size differs) or CommError (the receive failed) for `receive`.
+void check_receive(std::string_view collective, const ExpectedReceive& receive);
+
+struct ReceivesAwaiter : comm::detail::AwaiterBase<ReceivesAwaiter> {
+  std::string_view collective;
+  std::vector<ExpectedReceive> receives;
+  bool ready() override;
+  int blocking_peer() const override;
+  void await_resume();
+};
+
+/// `co_await received("all_reduce", {r1, r2})`: resumes once all finished, then checks each.
+ReceivesAwaiter received(std::string_view collective, std::vector<ExpectedReceive> receives);
+/// `co_await received("broadcast", r)`: one receive. (A braced list inside co_await trips
+/// GCC 12's coroutine lowering, hence the overload.)
+ReceivesAwaiter received(std::string_view collective, ExpectedReceive receive);
+
+}  // namespace seam::collectives

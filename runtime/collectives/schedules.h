@@ -1,0 +1,35 @@
+// The algorithms behind collectives.h, as schedules over group-local blocks (element counts per
+// rank). Public entry points select one by size; all_reduce composes the reduce-scatter and
+// all-gather schedules. `collective` names the public call in error messages; `step` keeps the
+// messages of one schedule apart from another's within the same call.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "layouts/dtype.h"
+#include "runtime/collectives/group.h"
+#include "runtime/comm/task.h"
+
+namespace seam::collectives {
+
+/// Block r of op(all ranks' send) into out (counts[r] elements). Every rank sends each peer its
+/// block; each rank reduces the n contributions to its block in rank order, rounding once.
+comm::Task direct_reduce_scatter(Group& g, std::string_view collective, const char* send,
+                                 char* out, std::vector<size_t> counts, DType dtype, ReduceOp op,
+                                 uint32_t step);
+/// Same result by a ring: n-1 rounds, each forwarding a partial sum to the right neighbour in
+/// pipelined chunks (half types round each partial to the element type).
+comm::Task ring_reduce_scatter(Group& g, std::string_view collective, const char* send, char* out,
+                               std::vector<size_t> counts, DType dtype, ReduceOp op, uint32_t step);
+
+/// recv (blocks at their offsets) = every rank's send (counts[rank] elements); send may be this
+/// rank's block inside recv. Direct: one round, each rank sends its block to every peer.
+comm::Task direct_all_gather(Group& g, std::string_view collective, const char* send, char* recv,
+                             std::vector<size_t> counts, DType dtype, uint32_t step);
+/// Same result by a ring: each block travels n-1 hops in pipelined chunks.
+comm::Task ring_all_gather(Group& g, std::string_view collective, const char* send, char* recv,
+                           std::vector<size_t> counts, DType dtype, uint32_t step);
+
+}  // namespace seam::collectives

@@ -1,0 +1,54 @@
+#include "runtime/collectives/selection.h"
+
+#include "layouts/config.h"
+#include "layouts/log.h"
+
+namespace seam::collectives {
+namespace {
+
+// Below this, one round of direct messages beats the ring's 2(n-1) pipelined steps.
+constexpr size_t kDefaultSmallMessageBytes = 64 * 1024;
+
+Algorithm by_size(size_t bytes) {
+  size_t small = Config::get().small_msg_bytes ? Config::get().small_msg_bytes
+                                               : kDefaultSmallMessageBytes;
+  return bytes <= small ? Algorithm::direct : Algorithm::ring;
+}
+
+}  // namespace
+
+std::string_view collective_name(Collective c) {
+  switch (c) {
+    case Collective::all_reduce: return "all_reduce";
+    case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::reduce_scatterv: return "reduce_scatterv";
+    case Collective::all_gather: return "all_gather";
+    case Collective::all_gatherv: return "all_gatherv";
+    case Collective::broadcast: return "broadcast";
+    case Collective::scatterv: return "scatterv";
+    case Collective::barrier: return "barrier";
+  }
+  return "?";
+}
+
+std::string_view algorithm_name(Algorithm a) {
+  switch (a) {
+    case Algorithm::direct: return "direct";
+    case Algorithm::ring: return "ring";
+  }
+  return "?";
+}
+
+Algorithm select_algorithm(Collective c, const Group& g, size_t bytes, size_t count, DType dtype) {
+  Algorithm chosen = by_size(bytes);
+  const std::string& forced = Config::get().algorithm;
+  if (forced == "direct") chosen = Algorithm::direct;
+  if (forced == "ring") chosen = Algorithm::ring;
+  // scatterv and barrier have one schedule each.
+  if (c == Collective::scatterv || c == Collective::barrier) chosen = Algorithm::direct;
+  log().debug("{}: algorithm={} count={} dtype={} ranks={} transport={}", collective_name(c),
+              algorithm_name(chosen), count, dtype_name(dtype), g.size(), g.transport_name());
+  return chosen;
+}
+
+}  // namespace seam::collectives

@@ -1,0 +1,29 @@
+// Which algorithm runs a call: by message size (SEAM_SMALL_MSG_BYTES), or forced by name
+// (SEAM_ALGO); and the debug line every call logs.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+#include "layouts/dtype.h"
+#include "runtime/collectives/group.h"
+
+namespace seam::collectives {
+
+enum class Collective {
+  all_reduce, reduce_scatter, reduce_scatterv, all_gather, all_gatherv, broadcast, scatterv,
+  barrier
+};
+
+/// direct: every rank exchanges with every other in one round (latency; n-1 messages a rank).
+/// ring: chunked, pipelined ring (bandwidth; 2 neighbours).
+enum class Algorithm { direct, ring };
+
+std::string_view collective_name(Collective c);
+std::string_view algorithm_name(Algorithm a);
+
+/// The algorithm for a call moving `bytes` (the whole buffer: all ranks' blocks), logged at
+/// debug level with the count, dtype and transport.
+Algorithm select_algorithm(Collective c, const Group& g, size_t bytes, size_t count, DType dtype);
+
+}  // namespace seam::collectives
