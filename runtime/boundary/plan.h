@@ -1,0 +1,90 @@
+// StagePlan (construction): one stage's bound paths, built once — for every batch variant the
+// topology supports, the resolved stage, its incoming and outgoing edges, the consumer step, the
+// output move and the static half of the exit decision. It stores no tensors; a forward selects a
+// path by the active variant (an array index) and never falls back to another variant.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "layouts/batch_facts.h"
+#include "layouts/tensor.h"
+#include "runtime/boundary/entry.h"
+#include "runtime/boundary/exit.h"
+#include "runtime/boundary/fusion.h"
+#include "runtime/boundary/resolver.h"
+
+namespace seam::boundary {
+
+/// The consumer's norm object: opaque to the planner, run by the residual read.
+using NormRef = const void*;
+/// Attention's hook that hands the prepared input to its QKV/latent projection.
+using QkvLatentHook = std::function<void(const Tensor& input)>;
+
+/// Per-stage constructor options: the attention QKV-latent hook (attention only) and a fusion provider.
+struct StageOptions {
+  QkvLatentHook qkv_latent;
+  std::shared_ptr<const FusionProvider> fusions;
+};
+
+/// Everything bound for one batch variant.
+struct BoundPath {
+  BatchVariant variant = BatchVariant::ORDINARY;
+  ResolvedStage stage;
+  EdgeDecl incoming;
+  EdgeDecl outgoing;        ///< consumer half empty when the following stage is not described
+  BoundEntry entry;
+  std::vector<FusedMlpInput> ffn_fusions;      ///< provider candidates completing the entry's owed sum
+  std::vector<CarriedFusion> carried_fusions;  ///< provider candidates for carried work (attention input)
+  OutputMove output_move;   ///< FFN stages
+  FfnExitFacts ffn_exit;    ///< FFN stages
+  MixerDecision mixer_exit; ///< SCOPED attention (mixer) stages
+};
+
+class StagePlan {
+ public:
+  /// Binds `decl` (its source and terminal already set) for every supported variant.
+  StagePlan(const PlanContext& ctx, StageDeclaration decl, std::optional<StageDeclaration> following, NormRef norm,
+            StageOptions options);
+
+  const StageDeclaration& declaration() const { return decl_; }
+  const std::optional<StageDeclaration>& following() const { return following_; }
+  const PlanContext& context() const { return ctx_; }
+  StageKind kind() const { return decl_.kind; }
+  bool enters_stack() const { return decl_.source == StageDeclaration::Source::STACK_ENTRY; }
+  bool is_prepared_branch() const { return decl_.source == StageDeclaration::Source::PREPARED_FROM; }
+  bool terminal() const { return decl_.terminal; }
+  /// An attention with a PARTIAL output publishes with finish(); every other stage through exit().
+  bool finishes_directly() const {
+    return decl_.kind == StageKind::ATTENTION && decl_.reduction == ProducerReduction::PARTIAL;
+  }
+  NormRef norm() const { return norm_; }
+  const StageOptions& options() const { return options_; }
+  const FusionProvider* fusions() const { return options_.fusions.get(); }
+
+  /// The path for the active variant; NotSupportedError("no stage boundary path for the active
+  /// <VARIANT> batch") when none was bound.
+  const BoundPath& path(BatchVariant v) const {
+    const auto& p = paths_[static_cast<size_t>(v)];
+    if (!p) no_path(v);
+    return *p;
+  }
+  bool has_path(BatchVariant v) const { return paths_[static_cast<size_t>(v)].has_value(); }
+
+ private:
+  [[noreturn]] static void no_path(BatchVariant v);
+  BoundPath bind(BatchVariant v) const;
+
+  PlanContext ctx_;
+  StageDeclaration decl_;
+  std::optional<StageDeclaration> following_;
+  NormRef norm_;
+  StageOptions options_;
+  std::array<std::optional<BoundPath>, kBatchVariantCount> paths_;
+};
+
+}  // namespace seam::boundary

@@ -1,0 +1,80 @@
+#include "runtime/boundary/policy.h"
+
+#include "layouts/errors.h"
+
+namespace seam::boundary {
+
+std::string_view policy_name(ReductionPolicy policy) {
+  switch (policy) {
+    case ReductionPolicy::AR: return "ar";
+    case ReductionPolicy::RS: return "rs";
+    case ReductionPolicy::RSV: return "rsv";
+    case ReductionPolicy::RS_RSV: return "rs+rsv";
+    case ReductionPolicy::AUTO: return "auto";
+  }
+  return "?";
+}
+
+std::optional<ReductionPolicy> parse_policy(std::string_view name) {
+  for (auto p : {ReductionPolicy::AR, ReductionPolicy::RS, ReductionPolicy::RSV, ReductionPolicy::RS_RSV,
+                 ReductionPolicy::AUTO})
+    if (policy_name(p) == name) return p;
+  return std::nullopt;
+}
+
+void require_resolved(ReductionPolicy policy) {
+  if (policy == ReductionPolicy::AUTO)
+    throw ValueError("boundary_reduction must be resolved before model construction");
+}
+
+bool policy_allows_reduce_scatter(ReductionPolicy policy) {
+  require_resolved(policy);
+  return policy == ReductionPolicy::RS || policy == ReductionPolicy::RS_RSV;
+}
+
+bool policy_allows_reduce_scatterv(ReductionPolicy policy) {
+  require_resolved(policy);
+  return policy == ReductionPolicy::RSV || policy == ReductionPolicy::RS_RSV;
+}
+
+PolicyRegistry PolicyRegistry::with_defaults() {
+  PolicyRegistry r;
+  for (const char* arch : {"BailingMoELinearForCausalLM", "BailingMoeV2_5ForCausalLM", "LongcatFlashForCausalLM",
+                           "LongcatFlashForCausalLMNextN", "Step3VLForConditionalGeneration"})
+    r.register_architecture(arch, ReductionPolicy::RSV);
+  for (const char* arch : {"KimiK3ForConditionalGeneration", "KimiK3LinearForCausalLM", "Qwen3ForCausalLM",
+                           "Qwen3ForSequenceClassification", "Qwen3Model", "Qwen3ForRewardModel",
+                           "MossVLForCausalLM", "MossVLForConditionalGeneration",
+                           "Qwen4ExpForConditionalGeneration", "Qwen4ExpForCausalLMMTP",
+                           "MiniCPMV4_5ForConditionalGeneration"})
+    r.register_architecture(arch, ReductionPolicy::AR);
+  for (const char* type : {"qwen3", "qwen3_vl_text"}) r.register_model_type(type, ReductionPolicy::AR);
+  return r;
+}
+
+void PolicyRegistry::register_architecture(std::string architecture, ReductionPolicy policy) {
+  require_resolved(policy);
+  by_architecture_[std::move(architecture)] = policy;
+}
+
+void PolicyRegistry::register_model_type(std::string model_type, ReductionPolicy policy) {
+  require_resolved(policy);
+  by_model_type_[std::move(model_type)] = policy;
+}
+
+std::optional<ReductionPolicy> PolicyRegistry::lookup(const ModelFacts& model) const {
+  for (const auto& arch : model.architectures)
+    if (auto it = by_architecture_.find(arch); it != by_architecture_.end()) return it->second;
+  if (auto it = by_model_type_.find(model.model_type); it != by_model_type_.end()) return it->second;
+  for (const auto& text : model.nested)
+    if (auto found = lookup(text)) return found;
+  return std::nullopt;
+}
+
+ReductionPolicy PolicyRegistry::resolve(ReductionPolicy requested, const ModelFacts& model) const {
+  if (requested != ReductionPolicy::AUTO) return requested;
+  if (model.dummy) return ReductionPolicy::RS_RSV;
+  return lookup(model).value_or(fallback_);
+}
+
+}  // namespace seam::boundary

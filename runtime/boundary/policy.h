@@ -1,0 +1,54 @@
+// The reduction policy (--boundary-reduction, §2.1): which optional FFN output transports a
+// stack may use (all-reduce, reduce-scatter, RSv), and the resolution of `auto` from the model
+// architecture before construction. Engines register their own architectures.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace seam::boundary {
+
+enum class ReductionPolicy : uint8_t { AR, RS, RSV, RS_RSV, AUTO };
+
+/// "ar", "rs", "rsv", "rs+rsv", "auto".
+std::string_view policy_name(ReductionPolicy policy);
+/// Parses a policy name; nullopt when unknown.
+std::optional<ReductionPolicy> parse_policy(std::string_view name);
+/// Optional permissions a resolved policy grants (AUTO throws: resolve it first).
+bool policy_allows_reduce_scatter(ReductionPolicy policy);
+bool policy_allows_reduce_scatterv(ReductionPolicy policy);
+/// Throws ValueError("boundary_reduction must be resolved before model construction") for AUTO.
+void require_resolved(ReductionPolicy policy);
+
+/// What `auto` reads of a checkpoint: its architecture names, model_type, and the nested text
+/// configs (text_config, llm_config, language_config ...), searched when the outer one has no rule.
+struct ModelFacts {
+  std::vector<std::string> architectures;
+  std::string model_type;
+  bool dummy = false;  ///< a dummy model path (load format "dummy")
+  std::vector<ModelFacts> nested;
+};
+
+/// Architecture → policy rules for `auto`. default_registry() holds the reference's table; an
+/// engine adds its own with register_architecture / register_model_type before construction.
+class PolicyRegistry {
+ public:
+  /// The reference's table (§2.1); rs+rsv for anything it does not name.
+  static PolicyRegistry with_defaults();
+  void register_architecture(std::string architecture, ReductionPolicy policy);
+  void register_model_type(std::string model_type, ReductionPolicy policy);
+  /// The concrete policy for `requested` (returned as is unless AUTO). A draft checkpoint resolves
+  /// its own (speculative_boundary_reduction) by calling this with its own facts.
+  ReductionPolicy resolve(ReductionPolicy requested, const ModelFacts& model) const;
+
+ private:
+  std::optional<ReductionPolicy> lookup(const ModelFacts& model) const;
+  std::unordered_map<std::string, ReductionPolicy> by_architecture_;
+  std::unordered_map<std::string, ReductionPolicy> by_model_type_;
+  ReductionPolicy fallback_ = ReductionPolicy::RS_RSV;
+};
+
+}  // namespace seam::boundary
