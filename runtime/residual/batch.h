@@ -47,7 +47,7 @@ class HandoffNorm {
 };
 
 struct FinalNormOptions {
-  Capture capture;                     ///< receives the updated residual (always borrowed)
+  Capture capture{};                    ///< receives the updated residual (always borrowed)
   HandoffNorm* handoff_norm = nullptr;  ///< takes a finalize handoff fused
   bool skip_empty = false;              ///< on 0 rows skip the norm kernel (owed work still runs)
 };
