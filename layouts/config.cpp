@@ -40,6 +40,12 @@ Config Config::from_env() {
   c.rank = static_cast<int>(env_int("SEAM_RANK", -1));
   c.world_size = static_cast<int>(env_int("SEAM_WORLD_SIZE", -1));
   c.job_token = env_string("SEAM_JOB_TOKEN", "");
+  c.hostname = env_string("SEAM_HOSTNAME", "");
+  int64_t ring = env_int("SEAM_SHM_RING_BYTES", static_cast<int64_t>(c.shm_ring_bytes));
+  if (ring < 4096 || (ring & (ring - 1)) != 0)
+    throw ValueError("SEAM_SHM_RING_BYTES must be a power of two >= 4096, got " + std::to_string(ring));
+  c.shm_ring_bytes = static_cast<size_t>(ring);
+  c.pmix_namespace = env_string("PMIX_NAMESPACE", "");
   return c;
 }
 
@@ -62,6 +68,8 @@ std::vector<std::string> Config::describe() const {
       "SEAM_RANK=" + std::to_string(rank),
       "SEAM_WORLD_SIZE=" + std::to_string(world_size),
       std::string("SEAM_JOB_TOKEN=") + (job_token.empty() ? "(unset)" : "(set)"),
+      "SEAM_HOSTNAME=" + (hostname.empty() ? std::string("(gethostname)") : hostname),
+      "SEAM_SHM_RING_BYTES=" + std::to_string(shm_ring_bytes),
   };
 }
 

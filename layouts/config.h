@@ -23,6 +23,10 @@ struct Config {
   int rank = -1;           ///< SEAM_RANK
   int world_size = -1;     ///< SEAM_WORLD_SIZE
   std::string job_token;   ///< SEAM_JOB_TOKEN: shared secret every peer must present
+  std::string hostname;    ///< SEAM_HOSTNAME: host identity for "same host" decisions [gethostname()]
+  size_t shm_ring_bytes = size_t(1) << 20;  ///< SEAM_SHM_RING_BYTES: shm ring per ordered pair [1 MiB]
+  // Set by the launcher, not by the user (read here so this stays the one place env is read).
+  std::string pmix_namespace;  ///< PMIX_NAMESPACE: non-empty when started by a PMIx server (mpirun)
 
   /// Reads the environment (throws ValueError on a malformed value).
   static Config from_env();

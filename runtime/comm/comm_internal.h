@@ -1,0 +1,158 @@
+// Runtime-internal parts of the communicator: the tag layout, the per-process engine that drives
+// every outstanding operation, WorkState, and CommunicatorImpl.
+//
+// Threading: a communicator, its sub-communicators and their Works share one engine and must be
+// driven from one thread at a time (the engine has no locks on its hot path).
+//
+// Failure = abort: once an operation fails with a CommError (peer died, link broke, deadline
+// passed), every outstanding operation of the engine fails with it and every later call throws.
+// The communicator is unusable afterwards; the process is expected to report and exit.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "layouts/config.h"
+#include "runtime/collectives/group.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/comm/task.h"
+#include "runtime/comm/work.h"
+#include "transports/transport.h"
+
+namespace seam::comm {
+
+using Clock = std::chrono::steady_clock;
+
+/// Transport tag layout (48 bits; UCX keeps the bits above for the source rank):
+///   [47..34] context id (14 bits)  [33..32] kind  [31..0] payload
+///   kind collective: payload = sequence number (12 bits, wraps) << 20 | step (20 bits)
+///   kind p2p:        payload = the user's tag
+///   kind internal:   payload = communicator-creation exchange id
+namespace tags {
+constexpr int kCtxBits = 14, kSeqBits = 12, kStepBits = 20;
+constexpr uint32_t kMaxCtx = (1u << kCtxBits) - 1;
+constexpr uint32_t kSeqMask = (1u << kSeqBits) - 1;
+constexpr uint32_t kMaxStep = (1u << kStepBits) - 1;
+enum Kind : uint64_t { collective = 0, p2p = 1, internal = 2 };
+constexpr uint64_t make(uint32_t ctx, Kind kind, uint32_t payload) {
+  return (static_cast<uint64_t>(ctx) << 34) | (static_cast<uint64_t>(kind) << 32) | payload;
+}
+constexpr uint64_t collective_base(uint32_t ctx, uint32_t seq) {
+  return make(ctx, collective, (seq & kSeqMask) << kStepBits);
+}
+}  // namespace tags
+
+class WorkState;
+
+/// Per-process state shared by the world communicator and all its sub-communicators.
+class Engine {
+ public:
+  Engine(std::shared_ptr<transport::Transport> transport, const Config& config);
+  transport::Transport& transport() { return *transport_; }
+  const Config& config() const { return config_; }
+
+  /// Registers a new operation and runs it as far as it goes without blocking.
+  void start(const std::shared_ptr<WorkState>& w);
+  /// Drives every outstanding operation (issue order) until `w` finishes (never throws; the
+  /// outcome is in w).
+  void drive(WorkState& w);
+  /// One non-blocking round of progress.
+  void poll();
+  /// Throws CommError when an earlier failure aborted the engine.
+  void check_usable() const;
+  bool aborted() const { return !abort_reason_.empty(); }
+
+  uint32_t next_context() const { return next_ctx_; }
+  void reserve_contexts(uint32_t up_to_exclusive);
+  std::string transport_name;             ///< "shm", "ucx" or "shm+ucx"
+  std::vector<std::string> peer_transport;  ///< per world rank
+
+ private:
+  void step_all();
+  void fail(WorkState& w, std::exception_ptr e, const std::string& what, bool is_comm_error);
+  void abort(const std::string& reason, int peer);
+
+  std::shared_ptr<transport::Transport> transport_;
+  Config config_;
+  std::deque<std::shared_ptr<WorkState>> outstanding_;
+  uint32_t next_ctx_ = 1;  // 0 is the world
+  std::string abort_reason_;
+  int abort_peer_ = -1;
+};
+
+/// The Group a running operation sees: group ranks -> world ranks, tags scoped to the operation.
+class OpGroup final : public collectives::Group {
+ public:
+  OpGroup(transport::Transport& t, std::shared_ptr<const std::vector<int>> members, int rank,
+          uint64_t tag_base, const std::string* transport_name)
+      : t_(t), members_(std::move(members)), rank_(rank), tag_base_(tag_base), name_(transport_name) {}
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(members_->size()); }
+  int world_rank(int r) const override { return (*members_)[static_cast<size_t>(r)]; }
+  transport::RequestPtr isend(int peer, uint32_t step, const void* data, size_t bytes) override;
+  transport::RequestPtr irecv(int peer, uint32_t step, void* data, size_t bytes) override;
+  std::string_view transport_name() const override { return *name_; }
+
+ private:
+  transport::Transport& t_;
+  std::shared_ptr<const std::vector<int>> members_;
+  int rank_;
+  uint64_t tag_base_;
+  const std::string* name_;
+};
+
+class WorkState {
+ public:
+  enum class Status : uint8_t { pending, done, failed };
+  WorkState(std::shared_ptr<Engine> engine, std::string op, uint32_t ctx, uint32_t seq, int comm_rank,
+            int comm_size, OpGroup group)
+      : engine(std::move(engine)), op(std::move(op)), ctx(ctx), seq(seq), comm_rank(comm_rank),
+        comm_size(comm_size), group(std::move(group)) {}
+
+  std::shared_ptr<Engine> engine;
+  std::string op;
+  uint32_t ctx, seq;
+  int comm_rank, comm_size;
+  Status status = Status::pending;
+  Clock::time_point deadline;
+  std::exception_ptr error;
+  std::string error_text;
+  // The task refers to these: they are declared before it so they outlive it.
+  OpGroup group;
+  std::vector<size_t> counts;
+  std::string scratch;  // internal exchanges keep their bytes here
+  Task task;
+};
+
+class CommunicatorImpl {
+ public:
+  CommunicatorImpl(std::shared_ptr<Engine> engine, std::shared_ptr<const std::vector<int>> members,
+                   int rank, uint32_t ctx)
+      : engine(std::move(engine)), members(std::move(members)), rank(rank), ctx(ctx) {}
+
+  /// A new collective operation of this communicator (consumes a sequence number).
+  std::shared_ptr<WorkState> new_collective(const char* op);
+  /// A point-to-point operation (tag from the user, no sequence number).
+  std::shared_ptr<WorkState> new_p2p(const char* op, uint32_t user_tag);
+  /// Starts it and wraps it in a Work.
+  Work launch(const std::shared_ptr<WorkState>& w);
+
+  /// Blocking exchange of `mine` among `group_members` (comm ranks, this rank among them) under
+  /// `tag_base`; the result is indexed like group_members.
+  std::vector<std::string> exchange(const std::vector<int>& group_members, const std::string& mine,
+                                    std::shared_ptr<WorkState> w);
+
+  std::shared_ptr<Engine> engine;
+  std::shared_ptr<const std::vector<int>> members;  // world rank of each comm rank
+  int rank;
+  uint32_t ctx;
+  uint32_t seq = 0;
+  std::vector<std::pair<uint64_t, uint32_t>> group_creations;  // (member-list hash, count)
+};
+
+}  // namespace seam::comm

@@ -1,0 +1,376 @@
+#include "runtime/comm/communicator.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "layouts/errors.h"
+#include "layouts/log.h"
+#include "runtime/bootstrap/bootstrap.h"
+#include "runtime/collectives/collectives.h"
+#include "runtime/comm/comm_internal.h"
+#include "runtime/comm/composite_transport.h"
+#include "transports/shm/shm_transport.h"
+#include "transports/ucx/ucx_transport.h"
+
+namespace seam::comm {
+namespace {
+
+/// Keeps the bootstrap (PMIx stays initialised for the process's communicators) next to the
+/// transport, and destroys the transport first.
+class OwningTransport final : public transport::Transport {
+ public:
+  OwningTransport(std::unique_ptr<bootstrap::Bootstrap> b, std::unique_ptr<transport::Transport> t)
+      : bootstrap_(std::move(b)), t_(std::move(t)) {}
+  ~OwningTransport() override { t_.reset(); }
+  std::string_view name() const override { return t_->name(); }
+  int rank() const override { return t_->rank(); }
+  int size() const override { return t_->size(); }
+  transport::RequestPtr isend(int p, uint64_t tag, const void* d, size_t n) override { return t_->isend(p, tag, d, n); }
+  transport::RequestPtr irecv(int p, uint64_t tag, void* d, size_t n) override { return t_->irecv(p, tag, d, n); }
+  bool progress() override { return t_->progress(); }
+  void wait_for_activity(std::chrono::microseconds max) override { t_->wait_for_activity(max); }
+  bool peer_alive(int p) override { return t_->peer_alive(p); }
+
+ private:
+  std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
+  std::unique_ptr<transport::Transport> t_;
+};
+
+std::unique_ptr<bootstrap::Bootstrap> make_bootstrap(const BootstrapOptions& o, const Config& c) {
+  bootstrap::StoreBootstrapOptions s;
+  s.addr = !o.store_addr.empty() ? o.store_addr : c.store_addr;
+  s.rank = o.rank >= 0 ? o.rank : c.rank;
+  s.world_size = o.world_size > 0 ? o.world_size : c.world_size;
+  s.token = !o.job_token.empty() ? o.job_token : c.job_token;
+  s.timeout = std::chrono::milliseconds(c.timeout_ms);
+  if (!s.addr.empty()) return bootstrap::create_store(s);
+  if (bootstrap::pmix_launched()) return bootstrap::create_pmix(s.timeout);
+  throw UsageError(
+      "seam: no way to find the other ranks: set SEAM_STORE_ADDR (host:port served by rank 0), "
+      "SEAM_RANK, SEAM_WORLD_SIZE and SEAM_JOB_TOKEN (or BootstrapOptions), or launch under mpirun");
+}
+
+std::vector<std::string> split_fields(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep)) out.push_back(cur);
+  return out;
+}
+
+using Record = std::array<int64_t, 4>;
+
+// (GCC 12 miscompiles braced lists inside co_await expressions, hence this helper.)
+std::vector<transport::RequestPtr> just(transport::RequestPtr r) {
+  std::vector<transport::RequestPtr> v;
+  v.push_back(std::move(r));
+  return v;
+}
+
+/// Gather to the first member, then broadcast: a small all-gather among `sub` (comm ranks) that
+/// creates sub-communicators. Not a collective algorithm: it runs once per communicator created.
+Task exchange_task(collectives::Group& g, const std::vector<int>& sub, size_t pos, std::vector<Record>& all) {
+  const size_t n = sub.size();
+  if (pos == 0) {
+    std::vector<transport::RequestPtr> recvs;
+    for (size_t i = 1; i < n; ++i) recvs.push_back(g.irecv(sub[i], 0, &all[i], sizeof(Record)));
+    co_await all_of(std::move(recvs));
+    std::vector<transport::RequestPtr> sends;
+    for (size_t i = 1; i < n; ++i) sends.push_back(g.isend(sub[i], 1, all.data(), n * sizeof(Record)));
+    co_await all_of(std::move(sends));
+  } else {
+    co_await all_of(just(g.isend(sub[0], 0, &all[pos], sizeof(Record))));
+    co_await all_of(just(g.irecv(sub[0], 1, all.data(), n * sizeof(Record))));
+  }
+}
+
+Task p2p_send(collectives::Group& g, int peer, const void* data, size_t bytes) {
+  co_await all_of(just(g.isend(peer, 0, data, bytes)));
+}
+
+Task p2p_recv(collectives::Group& g, int peer, void* data, size_t bytes) {
+  co_await all_of(just(g.irecv(peer, 0, data, bytes)));
+}
+
+uint64_t hash_ranks(std::span<const int> ranks) {
+  uint64_t h = 1469598103934665603ull;
+  for (int r : ranks) {
+    h ^= static_cast<uint32_t>(r);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+// ---- CommunicatorImpl -----------------------------------------------------------------------
+
+std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op) {
+  engine->check_usable();
+  const uint32_t s = seq++;
+  return std::make_shared<WorkState>(
+      engine, op, ctx, s, rank, static_cast<int>(members->size()),
+      OpGroup(engine->transport(), members, rank, tags::collective_base(ctx, s), &engine->transport_name));
+}
+
+std::shared_ptr<WorkState> CommunicatorImpl::new_p2p(const char* op, uint32_t user_tag) {
+  engine->check_usable();
+  return std::make_shared<WorkState>(
+      engine, op, ctx, seq, rank, static_cast<int>(members->size()),
+      OpGroup(engine->transport(), members, rank, tags::make(ctx, tags::p2p, user_tag), &engine->transport_name));
+}
+
+Work CommunicatorImpl::launch(const std::shared_ptr<WorkState>& w) {
+  engine->start(w);
+  return Work(w);
+}
+
+// ---- Communicator ---------------------------------------------------------------------------
+
+Communicator::Communicator(std::unique_ptr<CommunicatorImpl> impl) : impl_(std::move(impl)) {}
+Communicator::~Communicator() = default;
+
+int Communicator::rank() const { return impl_->rank; }
+int Communicator::size() const { return static_cast<int>(impl_->members->size()); }
+int Communicator::world_rank(int r) const {
+  if (r < 0 || r >= size()) throw ValueError("seam: rank " + std::to_string(r) + " outside the communicator of " + std::to_string(size()));
+  return (*impl_->members)[static_cast<size_t>(r)];
+}
+std::string Communicator::transport_name() const { return impl_->engine->transport_name; }
+
+std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions& options) {
+  const Config& cfg = Config::get();
+  const auto timeout = std::chrono::milliseconds(cfg.timeout_ms);
+  auto bs = make_bootstrap(options, cfg);
+  const int rank = bs->rank(), size = bs->size();
+
+  // Who runs where, and does everyone agree on the transport setting?
+  auto info = bs->all_gather(bootstrap::host_identity() + "\n" + std::to_string(getpid()) + "\n" + cfg.transport);
+  std::vector<std::string> hosts(static_cast<size_t>(size));
+  std::vector<int> pids(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    auto f = split_fields(info[static_cast<size_t>(r)], '\n');
+    f.resize(3);
+    hosts[static_cast<size_t>(r)] = f[0];
+    pids[static_cast<size_t>(r)] = std::atoi(f[1].c_str());
+    if (f[2] != cfg.transport)
+      throw ValueError("seam: ranks disagree on SEAM_TRANSPORT: rank " + std::to_string(rank) + " has '" +
+                       cfg.transport + "', rank " + std::to_string(r) + " has '" + f[2] + "'");
+  }
+  std::vector<int> local;
+  std::map<std::string, int> per_host;
+  for (int r = 0; r < size; ++r) {
+    ++per_host[hosts[static_cast<size_t>(r)]];
+    if (hosts[static_cast<size_t>(r)] == hosts[static_cast<size_t>(rank)]) local.push_back(r);
+  }
+  bool shared_host = false;
+  for (auto& [h, n] : per_host) shared_host |= n > 1;
+  const bool force_ucx = cfg.transport == "ucx";
+  const bool use_shm = !force_ucx && (shared_host || size == 1);
+  const bool use_ucx = force_ucx || per_host.size() > 1;
+
+  std::unique_ptr<shm::ShmTransport> shm;
+  std::unique_ptr<ucx::UcxTransport> ucx;
+  if (use_shm) shm = shm::ShmTransport::create(*bs, local, cfg.shm_ring_bytes, timeout);
+  if (use_ucx) ucx = ucx::UcxTransport::create(*bs, hosts, pids, timeout);
+
+  std::vector<std::string> per_peer(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) per_peer[static_cast<size_t>(r)] = shm && shm->is_local(r) ? "shm" : "ucx";
+  std::unique_ptr<transport::Transport> t;
+  std::string name;
+  if (shm && ucx) {
+    name = "shm+ucx";
+    t = std::make_unique<CompositeTransport>(std::move(shm), std::move(ucx));
+  } else if (shm) {
+    name = "shm";
+    t = std::move(shm);
+  } else {
+    name = "ucx";
+    t = std::move(ucx);
+  }
+  bs->barrier();
+  bs->finish();
+
+  if (log().should_log(spdlog::level::debug)) {
+    std::string peers;
+    for (int r = 0; r < size; ++r) peers += (r ? ", " : "") + std::to_string(r) + ":" + per_peer[static_cast<size_t>(r)];
+    log().debug("world: rank {} of {} on host '{}', bootstrap {}, transport {}; per peer: {}", rank, size,
+                hosts[static_cast<size_t>(rank)], bs->kind(), name, peers);
+  }
+  auto engine = std::make_shared<Engine>(std::make_shared<OwningTransport>(std::move(bs), std::move(t)), cfg);
+  engine->transport_name = name;
+  engine->peer_transport = std::move(per_peer);
+  auto members = std::make_shared<std::vector<int>>(static_cast<size_t>(size));
+  std::iota(members->begin(), members->end(), 0);
+  return std::make_shared<Communicator>(std::make_unique<CommunicatorImpl>(engine, members, rank, 0));
+}
+
+std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
+  auto& im = *impl_;
+  im.engine->check_usable();
+  std::set<int> seen;
+  for (int r : ranks) {
+    if (r < 0 || r >= size())
+      throw ValueError("seam: group(): rank " + std::to_string(r) + " outside the communicator of " + std::to_string(size()));
+    if (!seen.insert(r).second) throw ValueError("seam: group(): rank " + std::to_string(r) + " listed twice");
+  }
+  auto me = std::find(ranks.begin(), ranks.end(), im.rank);
+  if (me == ranks.end()) return nullptr;
+  const size_t pos = static_cast<size_t>(me - ranks.begin());
+
+  // Only the members take part, so the exchange cannot use the parent's sequence numbers: its
+  // tag comes from the member list and how many groups of that list this rank created before.
+  const uint64_t h = hash_ranks(ranks);
+  uint32_t count = 0;
+  auto it = std::find_if(im.group_creations.begin(), im.group_creations.end(), [&](auto& e) { return e.first == h; });
+  if (it == im.group_creations.end())
+    im.group_creations.emplace_back(h, 1);
+  else
+    count = it->second++;
+  const uint32_t payload = static_cast<uint32_t>(((h ^ (h >> 23) ^ (h >> 46)) & 0x7fffff) << 8) | (count & 0xff);
+  auto w = std::make_shared<WorkState>(
+      im.engine, "group", im.ctx, im.seq, im.rank, size(),
+      OpGroup(im.engine->transport(), im.members, im.rank, tags::make(im.ctx, tags::internal, payload),
+              &im.engine->transport_name));
+  std::vector<int> sub(ranks.begin(), ranks.end());
+  std::vector<Record> all(sub.size());
+  all[pos] = {static_cast<int64_t>(im.engine->next_context()), 0, 0, 0};
+  w->task = exchange_task(w->group, sub, pos, all);
+  im.launch(w).wait();
+
+  uint32_t ctx = 0;
+  for (auto& r : all) ctx = std::max(ctx, static_cast<uint32_t>(r[0]));
+  im.engine->reserve_contexts(ctx + 1);
+  auto members = std::make_shared<std::vector<int>>();
+  for (int r : sub) members->push_back((*im.members)[static_cast<size_t>(r)]);
+  log().debug("group: ranks {} -> communicator {} (rank {} of {})", sub.size(), ctx, pos, sub.size());
+  return std::make_shared<Communicator>(std::make_unique<CommunicatorImpl>(im.engine, members, static_cast<int>(pos), ctx));
+}
+
+std::shared_ptr<Communicator> Communicator::split(int color, int key) {
+  auto& im = *impl_;
+  auto w = im.new_collective("split");
+  std::vector<int> sub(static_cast<size_t>(size()));
+  std::iota(sub.begin(), sub.end(), 0);
+  std::vector<Record> all(sub.size());
+  all[static_cast<size_t>(im.rank)] = {color, key, static_cast<int64_t>(im.engine->next_context()), 0};
+  w->task = exchange_task(w->group, sub, static_cast<size_t>(im.rank), all);
+  im.launch(w).wait();
+
+  uint32_t base = 0;
+  std::set<int64_t> colors;
+  for (auto& r : all) {
+    base = std::max(base, static_cast<uint32_t>(r[2]));
+    if (r[0] >= 0) colors.insert(r[0]);
+  }
+  // Each color gets its own id above every member's used ones; every rank skips them all.
+  im.engine->reserve_contexts(base + static_cast<uint32_t>(colors.size()));
+  if (color < 0) return nullptr;
+  const uint32_t ctx = base + static_cast<uint32_t>(std::distance(colors.begin(), colors.find(color)));
+  std::vector<std::pair<int64_t, int>> order;  // (key, parent rank)
+  for (int r = 0; r < size(); ++r)
+    if (all[static_cast<size_t>(r)][0] == color) order.emplace_back(all[static_cast<size_t>(r)][1], r);
+  std::sort(order.begin(), order.end());
+  auto members = std::make_shared<std::vector<int>>();
+  int my = -1;
+  for (auto& [k, r] : order) {
+    if (r == im.rank) my = static_cast<int>(members->size());
+    members->push_back((*im.members)[static_cast<size_t>(r)]);
+  }
+  log().debug("split: color {} key {} -> communicator {} (rank {} of {})", color, key, ctx, my, members->size());
+  return std::make_shared<Communicator>(std::make_unique<CommunicatorImpl>(im.engine, members, my, ctx));
+}
+
+// ---- operations -----------------------------------------------------------------------------
+
+namespace {
+void check_counts(std::span<const size_t> counts, int size, const char* op) {
+  if (counts.size() != static_cast<size_t>(size))
+    throw ValueError(std::string("seam: ") + op + ": counts has " + std::to_string(counts.size()) +
+                     " entries for a communicator of " + std::to_string(size));
+}
+void check_root(int root, int size, const char* op) {
+  if (root < 0 || root >= size)
+    throw ValueError(std::string("seam: ") + op + ": root " + std::to_string(root) + " outside the communicator of " +
+                     std::to_string(size));
+}
+}  // namespace
+
+Work Communicator::all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) {
+  auto w = impl_->new_collective("all_reduce");
+  w->task = collectives::all_reduce(w->group, send, recv, count, dtype, op);
+  return impl_->launch(w);
+}
+
+Work Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DType dtype, ReduceOp op) {
+  auto w = impl_->new_collective("reduce_scatter");
+  w->task = collectives::reduce_scatter(w->group, send, recv, recv_count, dtype, op);
+  return impl_->launch(w);
+}
+
+Work Communicator::reduce_scatterv(const void* send, void* recv, std::span<const size_t> counts, DType dtype,
+                                   ReduceOp op) {
+  check_counts(counts, size(), "reduce_scatterv");
+  auto w = impl_->new_collective("reduce_scatterv");
+  w->counts.assign(counts.begin(), counts.end());
+  w->task = collectives::reduce_scatterv(w->group, send, recv, w->counts, dtype, op);
+  return impl_->launch(w);
+}
+
+Work Communicator::all_gather(const void* send, void* recv, size_t send_count, DType dtype) {
+  auto w = impl_->new_collective("all_gather");
+  w->task = collectives::all_gather(w->group, send, recv, send_count, dtype);
+  return impl_->launch(w);
+}
+
+Work Communicator::all_gatherv(const void* send, void* recv, std::span<const size_t> counts, DType dtype) {
+  check_counts(counts, size(), "all_gatherv");
+  auto w = impl_->new_collective("all_gatherv");
+  w->counts.assign(counts.begin(), counts.end());
+  w->task = collectives::all_gatherv(w->group, send, recv, w->counts, dtype);
+  return impl_->launch(w);
+}
+
+Work Communicator::broadcast(void* buffer, size_t count, DType dtype, int root) {
+  check_root(root, size(), "broadcast");
+  auto w = impl_->new_collective("broadcast");
+  w->task = collectives::broadcast(w->group, buffer, count, dtype, root);
+  return impl_->launch(w);
+}
+
+Work Communicator::scatterv(const void* send, void* recv, std::span<const size_t> counts, DType dtype, int root) {
+  check_counts(counts, size(), "scatterv");
+  check_root(root, size(), "scatterv");
+  auto w = impl_->new_collective("scatterv");
+  w->counts.assign(counts.begin(), counts.end());
+  w->task = collectives::scatterv(w->group, send, recv, w->counts, dtype, root);
+  return impl_->launch(w);
+}
+
+Work Communicator::barrier() {
+  auto w = impl_->new_collective("barrier");
+  w->task = collectives::barrier(w->group);
+  return impl_->launch(w);
+}
+
+Work Communicator::send(const void* data, size_t bytes, int peer, uint32_t tag) {
+  check_root(peer, size(), "send");
+  auto w = impl_->new_p2p("send", tag);
+  w->task = p2p_send(w->group, peer, data, bytes);
+  return impl_->launch(w);
+}
+
+Work Communicator::recv(void* data, size_t bytes, int peer, uint32_t tag) {
+  check_root(peer, size(), "recv");
+  auto w = impl_->new_p2p("recv", tag);
+  w->task = p2p_recv(w->group, peer, data, bytes);
+  return impl_->launch(w);
+}
+
+}  // namespace seam::comm

@@ -1,0 +1,38 @@
+// Shared memory to the peers on this host, UCX to the others: one Transport routing by peer.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "transports/shm/shm_transport.h"
+#include "transports/transport.h"
+
+namespace seam::comm {
+
+class CompositeTransport final : public transport::Transport {
+ public:
+  CompositeTransport(std::unique_ptr<shm::ShmTransport> shm, std::unique_ptr<transport::Transport> remote);
+  std::string_view name() const override { return "shm+ucx"; }
+  int rank() const override { return shm_->rank(); }
+  int size() const override { return shm_->size(); }
+  transport::RequestPtr isend(int peer, uint64_t tag, const void* data, size_t bytes) override {
+    return route(peer).isend(peer, tag, data, bytes);
+  }
+  transport::RequestPtr irecv(int peer, uint64_t tag, void* data, size_t bytes) override {
+    return route(peer).irecv(peer, tag, data, bytes);
+  }
+  bool progress() override;
+  void wait_for_activity(std::chrono::microseconds max) override;
+  bool peer_alive(int peer) override { return route(peer).peer_alive(peer); }
+  shm::ShmTransport& shm() { return *shm_; }
+
+ private:
+  transport::Transport& route(int peer) {
+    return local_[static_cast<size_t>(peer)] ? static_cast<transport::Transport&>(*shm_) : *remote_;
+  }
+  std::unique_ptr<shm::ShmTransport> shm_;
+  std::unique_ptr<transport::Transport> remote_;
+  std::vector<char> local_;
+};
+
+}  // namespace seam::comm

@@ -1,0 +1,171 @@
+// The driver: runs every outstanding operation's Task in the caller's thread, in issue order,
+// with transport progress between steps; spins briefly, then sleeps on the transport's event in
+// slices of at most 1 ms; enforces each operation's deadline.
+#include <algorithm>
+
+#include "layouts/errors.h"
+#include "layouts/log.h"
+#include "runtime/comm/comm_internal.h"
+
+namespace seam::comm {
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+std::string describe(const WorkState& w) {
+  return w.op + " (communicator " + std::to_string(w.ctx) + ", rank " + std::to_string(w.comm_rank) +
+         " of " + std::to_string(w.comm_size) + ", operation #" + std::to_string(w.seq) + ")";
+}
+
+}  // namespace
+
+Engine::Engine(std::shared_ptr<transport::Transport> transport, const Config& config)
+    : transport_(std::move(transport)), config_(config) {}
+
+void Engine::check_usable() const {
+  if (aborted())
+    throw CommError("seam: the communicator is unusable after an earlier failure (abort semantics): " +
+                        abort_reason_,
+                    abort_peer_);
+}
+
+void Engine::reserve_contexts(uint32_t up_to_exclusive) {
+  if (up_to_exclusive > tags::kMaxCtx + 1)
+    throw NotSupportedError("seam: too many communicators (context ids exhausted: " +
+                            std::to_string(tags::kMaxCtx) + ")");
+  next_ctx_ = std::max(next_ctx_, up_to_exclusive);
+}
+
+void Engine::start(const std::shared_ptr<WorkState>& w) {
+  check_usable();
+  w->deadline = Clock::now() + std::chrono::milliseconds(config_.timeout_ms);
+  outstanding_.push_back(w);
+  // Post the first messages now, so communication starts before anyone waits.
+  try {
+    if (w->task.step()) w->status = WorkState::Status::done;
+  } catch (...) {
+    fail(*w, std::current_exception(), "", false);
+  }
+  if (w->status != WorkState::Status::pending && !outstanding_.empty() && outstanding_.back() == w)
+    outstanding_.pop_back();
+}
+
+void Engine::fail(WorkState& w, std::exception_ptr e, const std::string&, bool) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const TimeoutError& x) {
+    w.error = std::make_exception_ptr(TimeoutError(x.what(), x.peer()));
+    w.error_text = x.what();
+    w.status = WorkState::Status::failed;
+    abort(describe(w) + ": " + x.what(), x.peer());
+  } catch (const CommError& x) {
+    std::string msg = "seam: " + describe(w) + " failed: " + x.what();
+    w.error = std::make_exception_ptr(CommError(msg, x.peer()));
+    w.error_text = msg;
+    w.status = WorkState::Status::failed;
+    abort(msg, x.peer());
+  } catch (const std::exception& x) {
+    w.error = e;
+    w.error_text = x.what();
+    w.status = WorkState::Status::failed;
+  } catch (...) {
+    w.error = e;
+    w.error_text = "unknown exception";
+    w.status = WorkState::Status::failed;
+  }
+}
+
+void Engine::abort(const std::string& reason, int peer) {
+  if (aborted()) return;
+  abort_reason_ = reason;
+  abort_peer_ = peer;
+  log().error("{}", reason);
+  // Every other outstanding operation fails with it. The transport is not progressed any more,
+  // so nothing writes into the user's buffers after this point.
+  for (auto& o : outstanding_) {
+    if (o->status != WorkState::Status::pending) continue;
+    o->error_text = "seam: " + describe(*o) + " aborted: an earlier failure broke the communicator: " + reason;
+    o->error = std::make_exception_ptr(CommError(o->error_text, peer));
+    o->status = WorkState::Status::failed;
+  }
+  outstanding_.clear();
+}
+
+void Engine::step_all() {
+  for (size_t i = 0; i < outstanding_.size(); ++i) {
+    WorkState& w = *outstanding_[i];
+    if (w.status != WorkState::Status::pending) continue;
+    try {
+      if (w.task.step()) w.status = WorkState::Status::done;
+    } catch (...) {
+      fail(w, std::current_exception(), "", false);
+      if (aborted()) return;
+    }
+  }
+  const auto now = Clock::now();
+  for (auto& o : outstanding_) {
+    WorkState& w = *o;
+    if (w.status != WorkState::Status::pending || now < w.deadline) continue;
+    int peer = w.task.blocking_peer();
+    std::string msg;
+    if (peer >= 0 && !transport_->peer_alive(peer)) {
+      msg = "seam: " + describe(w) + " failed: rank " + std::to_string(peer) + " is dead";
+      fail(w, std::make_exception_ptr(CommError(msg, peer)), "", true);
+    } else {
+      msg = "seam: " + describe(w) + " timed out after " + std::to_string(config_.timeout_ms) +
+            " ms (SEAM_TIMEOUT_MS) waiting for " +
+            (peer >= 0 ? "rank " + std::to_string(peer) : std::string("its peers"));
+      fail(w, std::make_exception_ptr(TimeoutError(msg, peer)), "", true);
+    }
+    return;  // aborted: outstanding_ is empty now
+  }
+  while (!outstanding_.empty() && outstanding_.front()->status != WorkState::Status::pending)
+    outstanding_.pop_front();
+  if (!outstanding_.empty() && outstanding_.size() > 1)
+    outstanding_.erase(std::remove_if(outstanding_.begin(), outstanding_.end(),
+                                      [](const auto& o) { return o->status != WorkState::Status::pending; }),
+                       outstanding_.end());
+}
+
+void Engine::poll() {
+  if (aborted()) return;
+  transport_->progress();
+  step_all();
+}
+
+void Engine::drive(WorkState& w) {
+  if (w.status != WorkState::Status::pending) return;
+  const auto spin = std::chrono::microseconds(config_.spin_us);
+  auto spin_end = Clock::now() + spin;
+  while (w.status == WorkState::Status::pending) {
+    bool moved = transport_->progress();
+    step_all();
+    if (w.status != WorkState::Status::pending) break;
+    auto now = Clock::now();
+    if (moved) spin_end = now + spin;
+    if (now < spin_end) {
+      cpu_relax();
+      continue;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::microseconds>(w.deadline - now);
+    transport_->wait_for_activity(std::clamp(left, std::chrono::microseconds(1), std::chrono::microseconds(1000)));
+  }
+}
+
+transport::RequestPtr OpGroup::isend(int peer, uint32_t step, const void* data, size_t bytes) {
+  if (step > tags::kMaxStep) throw ValueError("seam: step " + std::to_string(step) + " exceeds the tag's 20 bits");
+  return t_.isend(world_rank(peer), tag_base_ | step, data, bytes);
+}
+
+transport::RequestPtr OpGroup::irecv(int peer, uint32_t step, void* data, size_t bytes) {
+  if (step > tags::kMaxStep) throw ValueError("seam: step " + std::to_string(step) + " exceeds the tag's 20 bits");
+  return t_.irecv(world_rank(peer), tag_base_ | step, data, bytes);
+}
+
+}  // namespace seam::comm

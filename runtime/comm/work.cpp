@@ -1,0 +1,24 @@
+#include "runtime/comm/work.h"
+
+#include "runtime/comm/comm_internal.h"
+
+namespace seam::comm {
+
+void Work::wait() {
+  if (!state_) return;
+  state_->engine->drive(*state_);
+  if (state_->status == WorkState::Status::failed) std::rethrow_exception(state_->error);
+}
+
+bool Work::test() {
+  if (!state_) return true;
+  if (state_->status == WorkState::Status::pending) state_->engine->poll();
+  if (state_->status == WorkState::Status::failed) std::rethrow_exception(state_->error);
+  return state_->status == WorkState::Status::done;
+}
+
+bool Work::finished() const { return !state_ || state_->status != WorkState::Status::pending; }
+
+std::string Work::error() const { return state_ ? state_->error_text : std::string(); }
+
+}  // namespace seam::comm

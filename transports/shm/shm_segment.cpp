@@ -1,0 +1,71 @@
+#include "transports/shm/shm_segment.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "layouts/errors.h"
+
+namespace seam::shm {
+
+std::unique_ptr<SharedSegment> SharedSegment::create(const std::string& name, size_t bytes) {
+  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) throw CommError("seam shm: cannot create segment " + name + ": " + strerror(errno));
+  int err = ftruncate(fd, static_cast<off_t>(bytes)) == 0 ? 0 : errno;
+  // Reserve the pages now: on a too-small /dev/shm this fails cleanly instead of a later SIGBUS.
+  if (!err) err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  if (err) {
+    close(fd);
+    shm_unlink(name.c_str());
+    throw CommError("seam shm: cannot size segment " + name + " to " + std::to_string(bytes) +
+                    " bytes (is /dev/shm large enough?): " + strerror(err));
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    shm_unlink(name.c_str());
+    throw CommError("seam shm: cannot map segment " + name + ": " + strerror(errno));
+  }
+  return std::unique_ptr<SharedSegment>(new SharedSegment(name, p, bytes, true));
+}
+
+std::unique_ptr<SharedSegment> SharedSegment::open(const std::string& name, size_t bytes) {
+  int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) throw CommError("seam shm: cannot open segment " + name + ": " + strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < bytes) {
+    close(fd);
+    throw CommError("seam shm: segment " + name + " is smaller than expected");
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) throw CommError("seam shm: cannot map segment " + name + ": " + strerror(errno));
+  return std::unique_ptr<SharedSegment>(new SharedSegment(name, p, bytes, false));
+}
+
+SharedSegment::~SharedSegment() {
+  if (owner_) unlink();
+  munmap(data_, bytes_);
+}
+
+void SharedSegment::unlink() {
+  if (unlinked_) return;
+  unlinked_ = true;
+  shm_unlink(name_.c_str());
+}
+
+std::string unique_segment_name(const std::string& what) {
+  std::random_device rd;
+  uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  char buf[96];
+  snprintf(buf, sizeof(buf), "/seam-%d-%016llx-%s", static_cast<int>(getpid()),
+           static_cast<unsigned long long>(r), what.c_str());
+  return buf;
+}
+
+}  // namespace seam::shm

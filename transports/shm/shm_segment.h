@@ -1,0 +1,43 @@
+// A named POSIX shared-memory segment mapped into this process. The shm transport's rings live
+// in one; shared-memory collectives (reductions straight out of shared memory) get their scratch
+// regions from the same factory (ShmTransport::map_shared), so all local ranks of a group map
+// one segment and the name is unlinked as soon as every member has it mapped.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace seam::shm {
+
+class SharedSegment {
+ public:
+  /// Creates (O_EXCL) a segment of `bytes`, reserving its memory up front (a full /dev/shm then
+  /// fails here with a clear error rather than with SIGBUS later). Throws CommError.
+  static std::unique_ptr<SharedSegment> create(const std::string& name, size_t bytes);
+  /// Maps an existing segment, checking its size. Throws CommError.
+  static std::unique_ptr<SharedSegment> open(const std::string& name, size_t bytes);
+  ~SharedSegment();
+  SharedSegment(const SharedSegment&) = delete;
+  SharedSegment& operator=(const SharedSegment&) = delete;
+
+  void* data() const { return data_; }
+  size_t size() const { return bytes_; }
+  const std::string& name() const { return name_; }
+  /// Removes the name (the mapping stays valid); idempotent.
+  void unlink();
+
+ private:
+  SharedSegment(std::string name, void* data, size_t bytes, bool owner)
+      : name_(std::move(name)), data_(data), bytes_(bytes), owner_(owner) {}
+  std::string name_;
+  void* data_;
+  size_t bytes_;
+  bool owner_;
+  bool unlinked_ = false;
+};
+
+/// A name no other job on this host uses: "/seam-<pid>-<random>-<what>".
+std::string unique_segment_name(const std::string& what);
+
+}  // namespace seam::shm

@@ -1,0 +1,606 @@
+#include "transports/shm/shm_transport.h"
+
+#include <linux/futex.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <list>
+
+#include "layouts/errors.h"
+#include "layouts/log.h"
+
+namespace seam::shm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kMagic = 0x314d485353414553ull;  // "SEASSHM1"
+constexpr uint64_t kLine = 64;
+constexpr uint64_t kHeaderBytes = 16;
+/// Tags with this bit are the transport's own (map_shared); the communicator's tags never set it.
+constexpr uint64_t kInternalTag = 1ull << 63;
+/// A producer publishes its tail at least every this many bytes, so a large message streams.
+constexpr uint64_t kPublishChunk = 32 * 1024;
+/// How often waiting ranks look at their local peers' pids.
+constexpr auto kPeerCheckInterval = std::chrono::milliseconds(5);
+
+struct alignas(64) SegmentHeader {
+  uint64_t magic;
+  uint64_t nlocal;
+  uint64_t ring_bytes;
+};
+
+struct alignas(64) RankArea {
+  std::atomic<uint32_t> doorbell;  // futex word the rank sleeps on
+  char pad0[60];
+  std::atomic<uint32_t> sleeping;  // 1 while the rank is (about to be) in FUTEX_WAIT
+  char pad1[60];
+};
+
+struct alignas(64) RingControl {
+  std::atomic<uint64_t> tail;  // bytes published by the producer (monotonic)
+  char pad0[56];
+  std::atomic<uint64_t> head;  // bytes consumed by the consumer (monotonic)
+  char pad1[56];
+};
+
+static_assert(sizeof(RankArea) == 128 && sizeof(RingControl) == 128);
+static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free);
+
+uint64_t record_bytes(uint64_t size) { return (kHeaderBytes + size + kLine - 1) & ~(kLine - 1); }
+
+long futex(std::atomic<uint32_t>* word, int op, uint32_t val, const timespec* ts) {
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, val, ts, nullptr, 0);
+}
+
+void ring_doorbell(RankArea& a) {
+  a.doorbell.fetch_add(1, std::memory_order_seq_cst);
+  futex(&a.doorbell, FUTEX_WAKE, 1, nullptr);
+}
+
+struct SendRequest final : transport::Request {
+  SendRequest(int peer, uint64_t tag, const void* data, size_t size)
+      : Request(peer), tag(tag), data(static_cast<const char*>(data)), size(size) {}
+  uint64_t tag;
+  const char* data;
+  uint64_t size;
+  uint64_t written = 0;  // record bytes already in the ring
+};
+
+struct RecvRequest final : transport::Request {
+  RecvRequest(int peer, uint64_t tag, void* data, size_t cap)
+      : Request(peer), tag(tag), data(static_cast<char*>(data)), cap(cap) {}
+  uint64_t tag;
+  char* data;
+  uint64_t cap;
+};
+
+struct Unexpected {
+  uint64_t tag;
+  uint64_t size;
+  std::vector<char> data;
+  bool complete = false;
+};
+
+/// Producer side of the ring this rank -> one local peer.
+struct Outgoing {
+  RingControl* ctl = nullptr;
+  char* ring = nullptr;
+  uint64_t tail = 0;        // our copy of the published tail
+  uint64_t head_seen = 0;   // the consumer's head as last read
+  std::deque<std::shared_ptr<SendRequest>> queue;
+};
+
+/// Consumer side of the ring one local peer -> this rank.
+struct Incoming {
+  RingControl* ctl = nullptr;
+  char* ring = nullptr;
+  uint64_t head = 0;
+  // The message being received (its header consumed, payload streaming).
+  bool active = false;
+  uint64_t tag = 0, size = 0, rec = 0, offset = 0;  // offset: record bytes consumed
+  std::shared_ptr<RecvRequest> target;              // matched receive, or
+  Unexpected* buffer = nullptr;                     // unexpected buffer, or neither: discard
+  std::deque<std::shared_ptr<RecvRequest>> posted;
+  std::list<Unexpected> unexpected;
+};
+
+struct Peer {
+  int world_rank = -1;
+  int pid = 0;
+  int pidfd = -1;
+  bool dead = false;
+  std::string death;
+  RankArea* area = nullptr;
+  Outgoing out;
+  Incoming in;
+  std::shared_ptr<transport::Request> completed_send;  // shared by every eager send to this peer
+};
+
+class ShmTransportImpl final : public ShmTransport {
+ public:
+  ShmTransportImpl(int rank, int size, std::vector<int> local, std::unique_ptr<SharedSegment> seg,
+                   std::vector<int> pids, std::chrono::milliseconds timeout)
+      : rank_(rank), size_(size), local_(std::move(local)), seg_(std::move(seg)), timeout_(timeout) {
+    const size_t n = local_.size();
+    auto* base = static_cast<char*>(seg_->data());
+    auto* header = reinterpret_cast<SegmentHeader*>(base);
+    ring_bytes_ = header->ring_bytes;
+    mask_ = ring_bytes_ - 1;
+    auto* areas = reinterpret_cast<RankArea*>(base + sizeof(SegmentHeader));
+    auto* ctls = reinterpret_cast<RingControl*>(base + sizeof(SegmentHeader) + n * sizeof(RankArea));
+    char* rings = base + data_offset(n);
+    local_index_.assign(static_cast<size_t>(size_), -1);
+    for (size_t i = 0; i < n; ++i) local_index_[static_cast<size_t>(local_[i])] = static_cast<int>(i);
+    me_ = static_cast<size_t>(local_index_[static_cast<size_t>(rank_)]);
+    my_area_ = &areas[me_];
+    peers_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      Peer& p = peers_[i];
+      p.world_rank = local_[i];
+      p.pid = pids[i];
+      p.area = &areas[i];
+      p.out.ctl = &ctls[me_ * n + i];
+      p.out.ring = rings + (me_ * n + i) * ring_bytes_;
+      p.in.ctl = &ctls[i * n + me_];
+      p.in.ring = rings + (i * n + me_) * ring_bytes_;
+      p.completed_send = std::make_shared<transport::Request>(p.world_rank);
+      p.completed_send->complete();
+      if (i != me_) {
+        p.pidfd = static_cast<int>(syscall(SYS_pidfd_open, p.pid, 0));
+        log().debug("shm: local peer rank {} pid {}", p.world_rank, p.pid);
+      }
+    }
+  }
+
+  ~ShmTransportImpl() override {
+    for (auto& p : peers_)
+      if (p.pidfd >= 0) close(p.pidfd);
+  }
+
+  static size_t data_offset(size_t n) {
+    size_t off = sizeof(SegmentHeader) + n * sizeof(RankArea) + n * n * sizeof(RingControl);
+    return (off + 4095) & ~size_t(4095);
+  }
+
+  std::string_view name() const override { return "shm"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  bool is_local(int r) const override {
+    return r >= 0 && r < size_ && local_index_[static_cast<size_t>(r)] >= 0;
+  }
+
+  Peer& peer(int world_rank) {
+    if (!is_local(world_rank))
+      throw UsageError("seam shm: rank " + std::to_string(world_rank) + " is not a local peer of rank " +
+                       std::to_string(rank_));
+    return peers_[static_cast<size_t>(local_index_[static_cast<size_t>(world_rank)])];
+  }
+
+  // ---- sending ------------------------------------------------------------------------------
+
+  transport::RequestPtr isend(int world_peer, uint64_t tag, const void* data, size_t bytes) override {
+    Peer& p = peer(world_peer);
+    if (p.dead) return failed(world_peer, p.death);
+    Outgoing& o = p.out;
+    const uint64_t rec = record_bytes(bytes);
+    if (o.queue.empty() && rec <= kPublishChunk) {
+      // Eager: the whole record fits now, the send completes before we return.
+      if (ring_bytes_ - (o.tail - o.head_seen) < rec) o.head_seen = o.ctl->head.load(std::memory_order_acquire);
+      if (ring_bytes_ - (o.tail - o.head_seen) >= rec) {
+        uint64_t header[2] = {tag, bytes};
+        std::memcpy(o.ring + (o.tail & mask_), header, kHeaderBytes);
+        ring_write(o.ring, o.tail + kHeaderBytes, data, bytes);
+        o.tail += rec;
+        publish_tail(p);
+        return p.completed_send;
+      }
+    }
+    auto req = std::make_shared<SendRequest>(world_peer, tag, data, bytes);
+    o.queue.push_back(req);
+    if (o.queue.size() == 1) pump_out(p);
+    return req;
+  }
+
+  void ring_write(char* ring, uint64_t pos, const void* src, size_t n) const {
+    if (n == 0) return;
+    size_t off = pos & mask_;
+    size_t first = std::min<size_t>(n, ring_bytes_ - off);
+    std::memcpy(ring + off, src, first);
+    if (n > first) std::memcpy(ring, static_cast<const char*>(src) + first, n - first);
+  }
+  void ring_read(const char* ring, uint64_t pos, void* dst, size_t n) const {
+    if (n == 0) return;
+    size_t off = pos & mask_;
+    size_t first = std::min<size_t>(n, ring_bytes_ - off);
+    std::memcpy(dst, ring + off, first);
+    if (n > first) std::memcpy(static_cast<char*>(dst) + first, ring, n - first);
+  }
+
+  void publish_tail(Peer& p) {
+    p.out.ctl->tail.store(p.out.tail, std::memory_order_release);
+    wake_if_sleeping(*p.area);
+  }
+  void publish_head(Peer& p) {
+    p.in.ctl->head.store(p.in.head, std::memory_order_release);
+    wake_if_sleeping(*p.area);
+  }
+  static void wake_if_sleeping(RankArea& a) {
+    // Pairs with the fence in wait_for_activity: either the sleeper sees our data, or we see it
+    // asleep and ring it.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (a.sleeping.load(std::memory_order_relaxed)) ring_doorbell(a);
+  }
+
+  /// Writes as much of the queued sends as the ring takes. True if anything moved.
+  bool pump_out(Peer& p) {
+    Outgoing& o = p.out;
+    bool moved = false;
+    while (!o.queue.empty()) {
+      SendRequest& s = *o.queue.front();
+      const uint64_t rec = record_bytes(s.size);
+      uint64_t free = ring_bytes_ - (o.tail - o.head_seen);
+      if (free < rec - s.written) {
+        o.head_seen = o.ctl->head.load(std::memory_order_acquire);
+        free = ring_bytes_ - (o.tail - o.head_seen);
+        if (free == 0) break;
+      }
+      uint64_t n = std::min({free, rec - s.written, kPublishChunk});
+      // Record bytes [written, written+n): header [0,16), payload [16,16+size), padding after.
+      const uint64_t lo = s.written, hi = s.written + n;
+      if (lo < kHeaderBytes) {
+        uint64_t header[2] = {s.tag, s.size};
+        uint64_t e = std::min(hi, kHeaderBytes);
+        ring_write(o.ring, o.tail, reinterpret_cast<char*>(header) + lo, e - lo);
+      }
+      uint64_t plo = std::max(lo, kHeaderBytes), phi = std::min(hi, kHeaderBytes + s.size);
+      if (plo < phi) ring_write(o.ring, o.tail + (plo - lo), s.data + (plo - kHeaderBytes), phi - plo);
+      o.tail += n;
+      s.written += n;
+      publish_tail(p);
+      moved = true;
+      if (s.written == rec) {
+        s.complete();
+        o.queue.pop_front();
+      }
+    }
+    return moved;
+  }
+
+  // ---- receiving ----------------------------------------------------------------------------
+
+  transport::RequestPtr irecv(int world_peer, uint64_t tag, void* data, size_t bytes) override {
+    Peer& p = peer(world_peer);
+    Incoming& in = p.in;
+    auto req = std::make_shared<RecvRequest>(world_peer, tag, data, bytes);
+    for (auto it = in.unexpected.begin(); it != in.unexpected.end(); ++it) {
+      if (it->tag != tag) continue;
+      bool streaming = in.active && in.buffer == &*it;
+      if (it->size > bytes) {
+        req->fail(size_mismatch(p, it->size, bytes, tag));
+        if (streaming) in.buffer = nullptr;  // drop the rest
+        in.unexpected.erase(it);
+        return req;
+      }
+      if (it->complete) {
+        if (it->size) std::memcpy(data, it->data.data(), it->size);
+        req->complete(it->size);
+      } else {
+        // Still streaming in: take over the rest into the user's buffer.
+        uint64_t got = std::min(it->size, in.offset - kHeaderBytes);
+        if (got) std::memcpy(data, it->data.data(), got);
+        in.buffer = nullptr;
+        in.target = req;
+      }
+      in.unexpected.erase(it);
+      return req;
+    }
+    if (p.dead) {
+      req->fail(p.death);
+      return req;
+    }
+    in.posted.push_back(req);
+    return req;
+  }
+
+  std::string size_mismatch(const Peer& p, uint64_t size, uint64_t cap, uint64_t tag) const {
+    return "seam shm: size mismatch: a " + std::to_string(size) + "-byte message from rank " +
+           std::to_string(p.world_rank) + " does not fit the " + std::to_string(cap) +
+           "-byte receive posted for it (tag " + std::to_string(tag) + ")";
+  }
+
+  /// Reads what peer p published for us. True if anything moved.
+  bool pump_in(Peer& p) {
+    Incoming& in = p.in;
+    uint64_t tail = in.ctl->tail.load(std::memory_order_acquire);
+    if (tail == in.head) return false;
+    while (in.head != tail) {
+      if (!in.active) {
+        if (tail - in.head < kHeaderBytes) break;
+        uint64_t header[2];
+        std::memcpy(header, in.ring + (in.head & mask_), kHeaderBytes);
+        start_message(p, header[0], header[1]);
+        in.head += kHeaderBytes;
+        in.offset = kHeaderBytes;
+      }
+      uint64_t n = std::min(tail - in.head, in.rec - in.offset);
+      uint64_t lo = in.offset, hi = in.offset + n;
+      uint64_t plo = std::max(lo, kHeaderBytes), phi = std::min(hi, kHeaderBytes + in.size);
+      if (plo < phi) {
+        char* dst = in.target ? in.target->data : in.buffer ? in.buffer->data.data() : nullptr;
+        if (dst) ring_read(in.ring, in.head + (plo - lo), dst + (plo - kHeaderBytes), phi - plo);
+      }
+      in.head += n;
+      in.offset += n;
+      if (in.offset == in.rec) finish_message(p);
+    }
+    publish_head(p);
+    return true;
+  }
+
+  void start_message(Peer& p, uint64_t tag, uint64_t size) {
+    Incoming& in = p.in;
+    in.active = true;
+    in.tag = tag;
+    in.size = size;
+    in.rec = record_bytes(size);
+    in.target.reset();
+    in.buffer = nullptr;
+    for (auto it = in.posted.begin(); it != in.posted.end(); ++it) {
+      if ((*it)->tag != tag) continue;
+      auto req = std::move(*it);
+      in.posted.erase(it);
+      if (size > req->cap)
+        req->fail(size_mismatch(p, size, req->cap, tag));  // the payload is discarded
+      else
+        in.target = std::move(req);
+      return;
+    }
+    in.unexpected.push_back(Unexpected{tag, size, std::vector<char>(size)});
+    in.buffer = &in.unexpected.back();
+  }
+
+  void finish_message(Peer& p) {
+    Incoming& in = p.in;
+    if (in.target) in.target->complete(in.size);
+    if (in.buffer) in.buffer->complete = true;
+    in.target.reset();
+    in.buffer = nullptr;
+    in.active = false;
+  }
+
+  // ---- progress, waiting, failure ----------------------------------------------------------
+
+  bool progress() override {
+    bool moved = false;
+    for (auto& p : peers_) {
+      moved |= pump_in(p);
+      if (!p.out.queue.empty()) moved |= pump_out(p);
+    }
+    seen_doorbell_ = my_area_->doorbell.load(std::memory_order_acquire);
+    if (++progress_calls_ % 256 == 0) check_peers();
+    return moved;
+  }
+
+  bool has_activity() {
+    for (auto& p : peers_) {
+      if (p.in.ctl->tail.load(std::memory_order_acquire) != p.in.head) return true;
+      if (!p.out.queue.empty() && p.out.ctl->head.load(std::memory_order_acquire) != p.out.head_seen)
+        return true;
+    }
+    return false;
+  }
+
+  void wait_for_activity(std::chrono::microseconds max) override {
+    check_peers();
+    if (has_activity()) return;
+    my_area_->sleeping.store(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!has_activity()) {
+      auto us = std::clamp<int64_t>(max.count(), 1, std::chrono::duration_cast<std::chrono::microseconds>(kPeerCheckInterval).count());
+      timespec ts{static_cast<time_t>(us / 1000000), static_cast<long>((us % 1000000) * 1000)};
+      // Returns at once if someone rang the doorbell since our last progress() (seen_doorbell_).
+      futex(&my_area_->doorbell, FUTEX_WAIT, seen_doorbell_, &ts);
+    }
+    my_area_->sleeping.store(0, std::memory_order_relaxed);
+  }
+
+  void notify(int world_rank) override {
+    Peer& p = peer(world_rank);
+    p.area->doorbell.fetch_add(1, std::memory_order_seq_cst);
+    if (p.area->sleeping.load(std::memory_order_seq_cst)) futex(&p.area->doorbell, FUTEX_WAKE, 1, nullptr);
+  }
+
+  bool peer_alive(int world_rank) override {
+    if (!is_local(world_rank)) return false;
+    check_peers(true);
+    return !peer(world_rank).dead;
+  }
+
+  void check_peers(bool force = false) {
+    auto now = Clock::now();
+    if (!force && now - last_check_ < kPeerCheckInterval) return;
+    last_check_ = now;
+    for (auto& p : peers_) {
+      if (p.dead || p.world_rank == rank_) continue;
+      bool gone;
+      if (p.pidfd >= 0) {
+        pollfd pfd{p.pidfd, POLLIN, 0};
+        gone = poll(&pfd, 1, 0) > 0;
+      } else {
+        gone = kill(p.pid, 0) != 0 && errno == ESRCH;
+      }
+      if (gone) on_peer_dead(p);
+    }
+  }
+
+  void on_peer_dead(Peer& p) {
+    // Whatever it published before dying is still good: take it first.
+    pump_in(p);
+    p.dead = true;
+    p.death = "seam shm: local peer rank " + std::to_string(p.world_rank) + " (pid " +
+              std::to_string(p.pid) + ") died";
+    log().warn("{}", p.death);
+    Incoming& in = p.in;
+    if (in.active) {
+      if (in.target) in.target->fail(p.death + " in the middle of a message to rank " + std::to_string(rank_));
+      if (in.buffer) in.unexpected.remove_if([&](const Unexpected& u) { return &u == in.buffer; });
+      in.target.reset();
+      in.buffer = nullptr;
+      in.active = false;
+    }
+    for (auto& r : in.posted) r->fail(p.death);
+    in.posted.clear();
+    for (auto& s : p.out.queue) s->fail(p.death);
+    p.out.queue.clear();
+  }
+
+  static transport::RequestPtr failed(int peer, const std::string& why) {
+    auto r = std::make_shared<transport::Request>(peer);
+    r->fail(why);
+    return r;
+  }
+
+  // ---- shared segments for shared-memory collectives ----------------------------------------
+
+  void wait_request(const transport::RequestPtr& r, Clock::time_point deadline, const char* what) {
+    while (!r->finished()) {
+      if (!progress()) {
+        if (Clock::now() > deadline)
+          throw TimeoutError(std::string("seam shm: ") + what + ": rank " + std::to_string(r->peer()) +
+                                 " did not answer in time",
+                             r->peer());
+        wait_for_activity(std::chrono::microseconds(1000));
+      }
+    }
+    if (r->failed()) throw CommError(r->error(), r->peer());
+  }
+
+  std::shared_ptr<SharedSegment> map_shared(std::span<const int> members, size_t bytes,
+                                            uint32_t key) override {
+    if (members.empty() || std::find(members.begin(), members.end(), rank_) == members.end())
+      throw UsageError("seam shm: map_shared called by a rank not among the members");
+    for (int m : members) peer(m);  // all local
+    const uint64_t tag = kInternalTag | key;
+    const auto deadline = Clock::now() + timeout_;
+    const int leader = members[0];
+    if (rank_ == leader) {
+      std::shared_ptr<SharedSegment> seg = SharedSegment::create(unique_segment_name("grp"), bytes);
+      for (int m : members)
+        if (m != rank_) wait_request(isend(m, tag, seg->name().data(), seg->name().size()), deadline, "map_shared");
+      for (int m : members) {
+        if (m == rank_) continue;
+        char ok[256];
+        auto r = irecv(m, tag, ok, sizeof(ok));
+        wait_request(r, deadline, "map_shared");
+        if (r->received_bytes() != 2 || std::memcmp(ok, "ok", 2) != 0)
+          throw CommError("seam shm: rank " + std::to_string(m) + " could not map a shared segment: " +
+                              std::string(ok, r->received_bytes()),
+                          m);
+      }
+      seg->unlink();
+      return seg;
+    }
+    char name[256];
+    auto r = irecv(leader, tag, name, sizeof(name));
+    wait_request(r, deadline, "map_shared");
+    std::string answer = "ok";
+    std::shared_ptr<SharedSegment> seg;
+    try {
+      seg = SharedSegment::open(std::string(name, r->received_bytes()), bytes);
+    } catch (const CommError& e) {
+      answer = e.what();
+    }
+    wait_request(isend(leader, tag, answer.data(), answer.size()), deadline, "map_shared");
+    if (!seg) throw CommError(answer, rank_);
+    return seg;
+  }
+
+ private:
+  int rank_, size_;
+  std::vector<int> local_;
+  std::vector<int> local_index_;
+  std::unique_ptr<SharedSegment> seg_;
+  std::chrono::milliseconds timeout_;
+  size_t ring_bytes_ = 0, mask_ = 0;
+  size_t me_ = 0;
+  RankArea* my_area_ = nullptr;
+  std::vector<Peer> peers_;
+  uint32_t seen_doorbell_ = 0;
+  uint64_t progress_calls_ = 0;
+  Clock::time_point last_check_{};
+};
+
+}  // namespace
+
+std::unique_ptr<ShmTransport> ShmTransport::create(transport::AddressExchange& exchange,
+                                                   std::vector<int> local, size_t ring_bytes,
+                                                   std::chrono::milliseconds timeout) {
+  const int rank = exchange.rank();
+  std::sort(local.begin(), local.end());
+  local.erase(std::unique(local.begin(), local.end()), local.end());
+  if (!std::binary_search(local.begin(), local.end(), rank)) {
+    local.push_back(rank);
+    std::sort(local.begin(), local.end());
+  }
+  const size_t n = local.size();
+  // Keep the segment bounded for many local ranks: halve the rings down to 64 KiB.
+  while (ring_bytes > (64u << 10) && ring_bytes * n * n > (size_t(512) << 20)) ring_bytes /= 2;
+  const size_t bytes = ShmTransportImpl::data_offset(n) + n * n * ring_bytes;
+  const int leader = local[0];
+
+  std::unique_ptr<SharedSegment> seg;
+  std::string error;
+  if (rank == leader) {
+    try {
+      seg = SharedSegment::create(unique_segment_name("rings"), bytes);
+      auto* h = static_cast<SegmentHeader*>(seg->data());
+      h->magic = kMagic;
+      h->nlocal = n;
+      h->ring_bytes = ring_bytes;
+    } catch (const CommError& e) {
+      error = e.what();
+    }
+  }
+  // Round 1: pids, and each leader's segment name (or why it has none).
+  std::string mine = std::to_string(getpid()) + "|";
+  if (rank == leader) mine += error.empty() ? "S" + seg->name() : "E" + error;
+  auto first = exchange.all_gather(mine);
+  std::vector<int> pids;
+  for (int r : local) pids.push_back(std::atoi(first[static_cast<size_t>(r)].c_str()));
+  const std::string& lead = first[static_cast<size_t>(leader)];
+  std::string lead_payload = lead.substr(lead.find('|') + 1);
+  if (rank != leader) {
+    if (!lead_payload.empty() && lead_payload[0] == 'S') {
+      try {
+        seg = SharedSegment::open(lead_payload.substr(1), bytes);
+        if (static_cast<SegmentHeader*>(seg->data())->magic != kMagic)
+          throw CommError("seam shm: segment " + seg->name() + " is not a Seam segment");
+      } catch (const CommError& e) {
+        error = e.what();
+      }
+    } else {
+      error = "rank " + std::to_string(leader) + " could not create the segment: " + lead_payload.substr(1);
+    }
+  }
+  // Round 2: everyone has mapped it (or says why not); then the name can go.
+  auto second = exchange.all_gather(error.empty() ? "ok" : error);
+  if (seg && rank == leader) seg->unlink();
+  for (int r : local)
+    if (second[static_cast<size_t>(r)] != "ok")
+      throw CommError("seam shm: rank " + std::to_string(r) + " could not map the shared segment: " +
+                          second[static_cast<size_t>(r)],
+                      r);
+  return std::make_unique<ShmTransportImpl>(rank, exchange.size(), std::move(local), std::move(seg),
+                                            std::move(pids), timeout);
+}
+
+}  // namespace seam::shm

@@ -1,0 +1,51 @@
+// Seam's intra-node shared-memory transport for host buffers.
+//
+// One POSIX shm segment per host holds, per ordered pair of local ranks, a single-producer /
+// single-consumer byte ring (cache-line records: a 16-byte header {tag, size} then the payload).
+// Small messages are copied in eagerly and the send completes at once; large ones stream through
+// the ring in chunks the receiver copies out while the sender fills the next (pipelined). Tags are
+// matched in order per pair; a message nobody has asked for yet goes to an unexpected queue.
+//
+// Waiting: each rank has a doorbell word in the segment. A rank with nothing to do marks itself
+// asleep and FUTEX_WAITs on its doorbell (with a timeout); whoever publishes data for it, or frees
+// ring space it waits for, rings it. So an oversubscribed host (5 ranks on 2 cores) never has
+// ranks burning the cores their peers need.
+//
+// Dead peers: the local peers' pids are exchanged at start-up and watched through pidfds while
+// waiting; a dead peer fails every pending request involving it, naming the rank and pid.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "transports/shm/shm_segment.h"
+#include "transports/transport.h"
+
+namespace seam::shm {
+
+class ShmTransport : public transport::Transport {
+ public:
+  /// Collective over every rank of `exchange` (ranks of all hosts take part in the exchange).
+  /// `local_world_ranks`: the world ranks on this host that use shm with each other, this rank
+  /// included (its lowest member creates the segment). `ring_bytes`: power of two, per pair (scaled
+  /// down for many local ranks).
+  static std::unique_ptr<ShmTransport> create(transport::AddressExchange& exchange,
+                                              std::vector<int> local_world_ranks, size_t ring_bytes,
+                                              std::chrono::milliseconds timeout);
+
+  /// Whether `world_rank` is reachable through this transport.
+  virtual bool is_local(int world_rank) const = 0;
+  /// Wakes `world_rank` if it sleeps in wait_for_activity (for shared-memory algorithms that
+  /// signal through flags in a shared segment rather than messages).
+  virtual void notify(int world_rank) = 0;
+  /// A segment of `bytes` mapped by every rank of `members` (world ranks, all local; same list
+  /// and key on all of them). Blocking and collective over the members, bounded by the timeout;
+  /// the name is unlinked before it returns. `key` tells concurrent requests apart.
+  virtual std::shared_ptr<SharedSegment> map_shared(std::span<const int> members, size_t bytes,
+                                                    uint32_t key) = 0;
+};
+
+}  // namespace seam::shm

@@ -1,0 +1,34 @@
+// UCX transport (UCP): one context and worker per process, worker addresses exchanged through the
+// bootstrap, one endpoint per peer with peer error handling, tagged send/recv, and the worker's
+// wake-up fd for blocking waits. Works over whatever UCX finds (shared memory, TCP, RDMA).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transports/transport.h"
+
+namespace seam::ucx {
+
+/// Transport tags may use the low kTagBits bits; the UCX tag carries the source rank above them.
+constexpr int kTagBits = 48;
+
+class UcxTransport : public transport::Transport {
+ public:
+  /// Collective over every rank of `exchange`. `hosts[r]`/`pids[r]`: every rank's host identity
+  /// and pid, so that local peers can be watched through their pids (UCX's own shared-memory
+  /// transports do not notice a dead peer).
+  static std::unique_ptr<UcxTransport> create(transport::AddressExchange& exchange,
+                                              const std::vector<std::string>& hosts,
+                                              const std::vector<int>& pids,
+                                              std::chrono::milliseconds timeout);
+  /// UCX's transports in use (e.g. "tcp,posix,sysv,cma,self") for logs and seam_info.
+  virtual std::string describe() const = 0;
+};
+
+/// UCX's version string, and the transports UCX would use here (for seam_info).
+std::string version();
+
+}  // namespace seam::ucx
