@@ -1,0 +1,76 @@
+#include "tools/perf/perf_args.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <unistd.h>
+
+namespace seam::perf {
+namespace {
+
+size_t parse_bytes(const char* text) {
+  char* end = nullptr;
+  double value = std::strtod(text, &end);
+  switch (*end) {
+    case 'K': case 'k': value *= 1024; ++end; break;
+    case 'M': case 'm': value *= 1024 * 1024; ++end; break;
+    case 'G': case 'g': value *= 1024.0 * 1024 * 1024; ++end; break;
+    default: break;
+  }
+  if (*end != '\0' || value < 0) throw std::invalid_argument(std::string("bad size: ") + text);
+  return static_cast<size_t>(value);
+}
+
+void usage(const char* program) {
+  std::fprintf(stderr,
+               "usage: %s [-b minbytes] [-e maxbytes] [-f stepfactor] [-n iters] [-w warmup]\n"
+               "          [-c 0|1] [-d float|half|bfloat16|double|int32] [-o sum|max|min] [-h]\n"
+               "  sizes take K, M, G suffixes; defaults -b 32M -e 32M -f 2 -n 20 -w 5 -c 1\n"
+               "  -d float -o sum. Under mpirun each row is also timed with the MPI library.\n",
+               program);
+}
+
+}  // namespace
+
+std::optional<PerfArgs> parse_perf_args(int argc, char** argv, const char* program, bool& ok) {
+  PerfArgs a;
+  ok = true;
+  try {
+    int opt;
+    while ((opt = getopt(argc, argv, "b:e:f:n:w:c:d:o:h")) != -1) {
+      switch (opt) {
+        case 'b': a.min_bytes = parse_bytes(optarg); break;
+        case 'e': a.max_bytes = parse_bytes(optarg); break;
+        case 'f': a.factor = std::stod(optarg); break;
+        case 'n': a.iters = std::stoi(optarg); break;
+        case 'w': a.warmup = std::stoi(optarg); break;
+        case 'c': a.check = std::stoi(optarg) != 0; break;
+        case 'd': {
+          auto d = parse_dtype(optarg);
+          if (!d) throw std::invalid_argument(std::string("unknown datatype: ") + optarg);
+          a.dtype = *d;
+          break;
+        }
+        case 'o': {
+          auto o = parse_reduce_op(optarg);
+          if (!o) throw std::invalid_argument(std::string("unknown op: ") + optarg);
+          a.op = *o;
+          break;
+        }
+        case 'h': usage(program); return std::nullopt;
+        default: ok = false; usage(program); return std::nullopt;
+      }
+    }
+    if (a.factor <= 1 || a.iters < 1 || a.warmup < 0 || a.min_bytes > a.max_bytes)
+      throw std::invalid_argument("need -f > 1, -n >= 1, -w >= 0 and -b <= -e");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    usage(program);
+    ok = false;
+    return std::nullopt;
+  }
+  return a;
+}
+
+}  // namespace seam::perf

@@ -1,0 +1,25 @@
+// nccl-tests' command line: -b -e -f -n -w -c -d -o, and -h.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+
+#include "layouts/dtype.h"
+
+namespace seam::perf {
+
+struct PerfArgs {
+  size_t min_bytes = 32 << 20;  ///< -b (suffixes K, M, G)
+  size_t max_bytes = 32 << 20;  ///< -e
+  double factor = 2;            ///< -f: each size is the previous one times this
+  int iters = 20;               ///< -n: timed iterations per row
+  int warmup = 5;               ///< -w: untimed iterations first
+  bool check = true;            ///< -c 1/0: check every result against the reference
+  DType dtype = DType::f32;     ///< -d float|half|bfloat16|double|int32
+  ReduceOp op = ReduceOp::sum;  ///< -o sum|max|min
+};
+
+/// Parses the flags; prints usage and returns nullopt on -h or a bad flag (`ok` tells which).
+std::optional<PerfArgs> parse_perf_args(int argc, char** argv, const char* program, bool& ok);
+
+}  // namespace seam::perf

@@ -1,0 +1,251 @@
+// The shared driver of the perf binaries: buffers, timing, checking and the nccl-tests table.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/reduce/reduce.h"
+#include "layouts/tensor.h"
+#include "tools/perf/membw.h"
+#include "tools/perf/mpi_baseline.h"
+#include "tools/perf/perf_args.h"
+#include "tools/perf/perf_collective.h"
+
+namespace seam::perf {
+
+double input_value(int rank, size_t j) {
+  return static_cast<double>((j * 7 + static_cast<size_t>(rank) * 13) % 17) - 8;
+}
+
+double apply_op(ReduceOp op, double a, double b) {
+  return op == ReduceOp::sum ? a + b : op == ReduceOp::max ? std::max(a, b) : std::min(a, b);
+}
+
+double reduce_over_ranks(int ranks, size_t j, ReduceOp op) {
+  double acc = input_value(0, j);
+  for (int p = 1; p < ranks; ++p) acc = apply_op(op, acc, input_value(p, j));
+  return acc;
+}
+
+namespace {
+
+void set_element(void* buffer, size_t i, DType dtype, double v) {
+  switch (dtype) {
+    case DType::f32: static_cast<float*>(buffer)[i] = static_cast<float>(v); break;
+    case DType::f64: static_cast<double*>(buffer)[i] = v; break;
+    case DType::i32: static_cast<int32_t*>(buffer)[i] = static_cast<int32_t>(v); break;
+    case DType::bf16: static_cast<uint16_t*>(buffer)[i] = float_to_bf16(static_cast<float>(v)); break;
+    case DType::f16: static_cast<uint16_t*>(buffer)[i] = float_to_f16(static_cast<float>(v)); break;
+    default: break;
+  }
+}
+
+double get_element(const void* buffer, size_t i, DType dtype) {
+  switch (dtype) {
+    case DType::f32: return static_cast<const float*>(buffer)[i];
+    case DType::f64: return static_cast<const double*>(buffer)[i];
+    case DType::i32: return static_cast<const int32_t*>(buffer)[i];
+    case DType::bf16: return bf16_to_float(static_cast<const uint16_t*>(buffer)[i]);
+    case DType::f16: return f16_to_float(static_cast<const uint16_t*>(buffer)[i]);
+    default: return 0;
+  }
+}
+
+/// One rank's buffers for a row, and the pointers an out-of-place or in-place call gets.
+struct RowBuffers {
+  RowBuffers(const PerfCollective& c, const Shape& s, DType dtype, int rank)
+      : c(c), s(s), dtype(dtype), rank(rank), es(dtype_size(dtype)),
+        send(std::max<size_t>(s.send_count, 1) * es), recv(std::max<size_t>(s.recv_count, 1) * es),
+        shared(std::max<size_t>(std::max(s.send_count, s.recv_count), 1) * es) {
+    for (size_t j = 0; j < s.send_count; ++j) set_element(send.data(), j, dtype, input_value(rank, j));
+  }
+  /// Resets the in-place buffer to this rank's input (where its convention puts it).
+  void reset_in_place() {
+    std::memset(shared.data(), 0xff, shared.bytes());
+    char* at = static_cast<char*>(shared.data());
+    if (c.in_place == InPlace::send_inside_recv) at += s.offsets[rank] * es;
+    std::memcpy(at, send.data(), s.send_count * es);
+  }
+  const void* send_of(bool in_place) const {
+    if (!in_place) return send.data();
+    char* base = static_cast<char*>(shared.data());
+    return c.in_place == InPlace::send_inside_recv ? base + s.offsets[rank] * es : base;
+  }
+  void* recv_of(bool in_place) const {
+    if (!in_place) return recv.data();
+    char* base = static_cast<char*>(shared.data());
+    return c.in_place == InPlace::recv_inside_send ? base + s.offsets[rank] * es : base;
+  }
+
+  const PerfCollective& c;
+  const Shape& s;
+  DType dtype;
+  int rank;
+  size_t es;
+  Buffer send, recv, shared;
+};
+
+/// Median seconds of `iters` calls after `warmup` untimed ones.
+template <class Call>
+double median_seconds(int warmup, int iters, Call call) {
+  for (int i = 0; i < warmup; ++i) call();
+  std::vector<double> times(iters);
+  for (auto& t : times) {
+    auto start = std::chrono::steady_clock::now();
+    call();
+    t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  std::nth_element(times.begin(), times.begin() + iters / 2, times.end());
+  return times[iters / 2];
+}
+
+struct Row {
+  double seconds[3] = {0, 0, 0};  // out-of-place, in-place, MPI (slowest rank's median)
+  double wrong[2] = {0, 0};       // elements wrong, summed over ranks
+};
+
+class Driver {
+ public:
+  Driver(const PerfCollective& c, const PerfArgs& a, comm::Communicator& comm, MpiBaseline& mpi)
+      : c_(c), a_(a), comm_(comm), mpi_(mpi), n_(comm.size()), rank_(comm.rank()) {}
+
+  /// Runs every row; returns the number of wrong elements.
+  double run() {
+    membw_ = measure_copy_bandwidth(comm_);
+    if (rank_ == 0) print_header();
+    double wrong = 0;
+    const size_t es = dtype_size(a_.dtype);
+    for (double size = static_cast<double>(a_.min_bytes); size <= static_cast<double>(a_.max_bytes);
+         size *= a_.factor) {
+      Shape s = c_.shape(static_cast<size_t>(size) / es, n_, rank_);
+      size_t count = c_.kind == collectives::Collective::all_reduce ? s.recv_count
+                                                                    : s.offsets.back();
+      Row row = measure(s);
+      wrong += row.wrong[0] + row.wrong[1];
+      if (rank_ == 0) print_row(count * es, count, row);
+    }
+    return wrong;
+  }
+
+ private:
+  Row measure(const Shape& s) {
+    RowBuffers b(c_, s, a_.dtype, rank_);
+    Row row;
+    for (bool in_place : {false, true}) {
+      if (in_place) b.reset_in_place();
+      auto call = [&] {
+        c_.seam(comm_, b.send_of(in_place), b.recv_of(in_place), s, a_.dtype, a_.op).wait();
+      };
+      comm_.barrier().wait();
+      row.seconds[in_place] = median_seconds(a_.warmup, a_.iters, call);
+      if (a_.check) {
+        if (in_place)
+          b.reset_in_place();
+        else
+          std::memset(b.recv.data(), 0xff, b.recv.bytes());
+        call();
+        row.wrong[in_place] = count_wrong(s, b.recv_of(in_place));
+      }
+    }
+    if (mpi_.active()) {
+      MpiArgs args = mpi_.args(a_.dtype, a_.op);
+      MPI_Barrier(MPI_COMM_WORLD);
+      row.seconds[2] = median_seconds(a_.warmup, a_.iters,
+                                      [&] { c_.mpi(b.send.data(), b.recv.data(), s, args); });
+    }
+    comm_.all_reduce(row.seconds, row.seconds, 3, DType::f64, ReduceOp::max).wait();
+    comm_.all_reduce(row.wrong, row.wrong, 2, DType::f64, ReduceOp::sum).wait();
+    return row;
+  }
+
+  double count_wrong(const Shape& s, const void* result) const {
+    double wrong = 0;
+    for (size_t i = 0; i < s.recv_count; ++i)
+      if (get_element(result, i, a_.dtype) != c_.expected(s, rank_, n_, i, a_.op)) ++wrong;
+    return wrong;
+  }
+
+  void print_header() const {
+    std::printf("# Seam %s_perf: %d ranks, transport %s, launched by %s, reduction kernels %s\n",
+                std::string(c_.name).c_str(), n_, comm_.transport_name().c_str(),
+                mpi_.active() ? "mpirun" : "plain processes (TCP store)",
+                std::string(kernels::reduce_isa_name(kernels::best_reduce_isa())).c_str());
+    std::printf("# membw %.2f GB/s: memcpy bytes read + written per second, all %d ranks at once\n",
+                membw_ / 1e9, n_);
+    std::printf("# time: median of -n %d iterations after -w %d, slowest rank; -c %d; "
+                "seam/mpi and %%bound use the out-of-place time\n",
+                a_.iters, a_.warmup, a_.check ? 1 : 0);
+    std::printf("#\n");
+    std::printf("# %10s %12s %8s %6s   %9s %7s %7s %6s   %9s %7s %7s %6s   %9s %8s %6s  %s\n", "", "",
+                "", "", "out-of-place", "", "", "", "in-place", "", "", "", "mpi", "", "", "");
+    std::printf("# %10s %12s %8s %6s   %9s %7s %7s %6s   %9s %7s %7s %6s   %9s %8s %6s  %s\n",
+                "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong", "time",
+                "algbw", "busbw", "#wrong", "time", "seam/mpi", "%bound", "algorithm");
+    std::printf("# %10s %12s %8s %6s   %9s %7s %7s %6s   %9s %7s %7s %6s   %9s %8s %6s  %s\n",
+                "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+                "(GB/s)", "", "(us)", "", "", "");
+    std::fflush(stdout);
+  }
+
+  void print_row(size_t bytes, size_t count, const Row& row) const {
+    const double size = static_cast<double>(bytes);
+    std::string cells[2];
+    for (int p = 0; p < 2; ++p) {
+      double algbw = row.seconds[p] > 0 ? size / row.seconds[p] / 1e9 : 0;
+      char cell[96];
+      std::snprintf(cell, sizeof cell, "%9.2f %7.2f %7.2f %6s", row.seconds[p] * 1e6, algbw,
+                    algbw * c_.busbw_factor(n_),
+                    a_.check ? std::to_string(static_cast<long>(row.wrong[p])).c_str() : "N/A");
+      cells[p] = cell;
+    }
+    char mpi[64];
+    if (mpi_.active())
+      std::snprintf(mpi, sizeof mpi, "%9.2f %8.2f", row.seconds[2] * 1e6,
+                    row.seconds[2] > 0 ? row.seconds[0] / row.seconds[2] : 0.0);
+    else
+      std::snprintf(mpi, sizeof mpi, "%9s %8s", "n/a", "n/a");
+    double bound_seconds = c_.bound_bytes(size, n_) / membw_;
+    auto algorithm = collectives::choose_algorithm(c_.kind, n_, bytes, comm_.transport_name());
+    std::printf("  %10zu %12zu %8s %6s   %s   %s   %s %6.1f  %s\n", bytes, count,
+                std::string(dtype_name(a_.dtype)).c_str(),
+                c_.reduces ? std::string(reduce_op_name(a_.op)).c_str() : "none", cells[0].c_str(),
+                cells[1].c_str(), mpi, row.seconds[0] > 0 ? 100 * bound_seconds / row.seconds[0] : 0.0,
+                std::string(collectives::algorithm_name(algorithm)).c_str());
+    std::fflush(stdout);
+  }
+
+  const PerfCollective& c_;
+  const PerfArgs& a_;
+  comm::Communicator& comm_;
+  MpiBaseline& mpi_;
+  int n_, rank_;
+  double membw_ = 0;
+};
+
+}  // namespace
+
+int run_perf(int argc, char** argv, const PerfCollective& c) {
+  MpiBaseline mpi(&argc, &argv);
+  bool ok = true;
+  std::string program = std::string(c.name) + "_perf";
+  auto args = parse_perf_args(argc, argv, program.c_str(), ok);
+  if (!args) return ok ? 0 : 2;
+  try {
+    auto comm = comm::Communicator::create_world();
+    double wrong = Driver(c, *args, *comm, mpi).run();
+    if (comm->rank() == 0) {
+      std::printf("# Out of bounds values : %.0f %s\n", wrong, wrong == 0 ? "OK" : "FAILED");
+      std::fflush(stdout);
+    }
+    return wrong == 0 ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
+    return 1;
+  }
+}
+
+}  // namespace seam::perf
