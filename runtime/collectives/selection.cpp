@@ -39,13 +39,18 @@ std::string_view algorithm_name(Algorithm a) {
   return "?";
 }
 
-Algorithm select_algorithm(Collective c, const Group& g, size_t bytes, size_t count, DType dtype) {
+Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_view transport) {
   Algorithm chosen = by_size(bytes);
   const std::string& forced = Config::get().algorithm;
   if (forced == "direct") chosen = Algorithm::direct;
   if (forced == "ring") chosen = Algorithm::ring;
   // scatterv and barrier have one schedule each.
   if (c == Collective::scatterv || c == Collective::barrier) chosen = Algorithm::direct;
+  return chosen;
+}
+
+Algorithm select_algorithm(Collective c, const Group& g, size_t bytes, size_t count, DType dtype) {
+  Algorithm chosen = choose_algorithm(c, g.size(), bytes, g.transport_name());
   log().debug("{}: algorithm={} count={} dtype={} ranks={} transport={}", collective_name(c),
               algorithm_name(chosen), count, dtype_name(dtype), g.size(), g.transport_name());
   return chosen;

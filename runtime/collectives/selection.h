@@ -22,8 +22,11 @@ enum class Algorithm { direct, ring };
 std::string_view collective_name(Collective c);
 std::string_view algorithm_name(Algorithm a);
 
-/// The algorithm for a call moving `bytes` (the whole buffer: all ranks' blocks), logged at
-/// debug level with the count, dtype and transport.
+/// The algorithm a call of `ranks` ranks moving `bytes` (the whole buffer: all ranks' blocks)
+/// gets over `transport` (perf tools print it per row).
+Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_view transport);
+
+/// choose_algorithm for this group, logged at debug level with the count, dtype and transport.
 Algorithm select_algorithm(Collective c, const Group& g, size_t bytes, size_t count, DType dtype);
 
 }  // namespace seam::collectives
