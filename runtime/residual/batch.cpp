@@ -26,7 +26,8 @@ LayerOutput fold(const LayerOutput& h, ForwardBatch& batch) {
 }
 
 LayerOutput written(const Tensor& h, ForwardBatch& batch) {
-  batch.residual_stream.emplace(h);
+  const Tensor residual = h;  // h may view the stream being replaced
+  batch.residual_stream.emplace(residual);
   return batch.residual_stream->written_output();
 }
 
@@ -79,10 +80,14 @@ PpTensors to_pp(const LayerOutput& h, ForwardBatch& batch, bool preserve_declare
 
 LayerOutput arrive(ForwardBatch& batch, const Tensor& h, const Tensor* residual, const StageUpdate& update,
                    const DeclaredSum* declared) {
+  // Copies first: the arguments may view the stream being replaced.
+  const Tensor value = h;
+  const Tensor handed_residual = residual ? *residual : Tensor{};
+  const std::optional<DeclaredSum> declared_sum = declared ? std::optional(*declared) : std::nullopt;
   ResidualStream& stream = batch.residual_stream.emplace();
-  if (!residual) return stream.write(h);
-  stream.write(*residual);
-  return stream.leave(ProducerOutput::complete_tensor(h), update, declared);
+  if (!residual) return stream.write(value);
+  stream.write(handed_residual);
+  return stream.leave(ProducerOutput::complete_tensor(value), update, declared_sum ? &*declared_sum : nullptr);
 }
 
 LayerOutput write_at_producer(ForwardBatch& batch, const Tensor& output, const StageUpdate& update) {
