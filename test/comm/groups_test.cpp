@@ -1,0 +1,111 @@
+// Sub-communicators at any rank count: split(color, key) with MPI ordering, group(ranks) in the
+// listed order, nested splits, and operations of different communicators in flight at once
+// (their messages must never match each other's; waiting on a later one must not deadlock an
+// earlier one).
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <vector>
+
+#include "comm_check.h"
+#include "runtime/comm/communicator.h"
+
+using seam::DType;
+using seam::ReduceOp;
+using seam::comm::Communicator;
+using seam::comm::Work;
+
+namespace {
+
+int32_t sum_world(const Communicator& c) {
+  int32_t s = 0;
+  for (int r = 0; r < c.size(); ++r) s += c.world_rank(r);
+  return s;
+}
+
+void check_sum(Communicator& c, const char* what) {
+  int32_t mine = c.world_rank(c.rank()), out = -1;
+  c.all_reduce(&mine, &out, 1, DType::i32, ReduceOp::sum).wait();
+  COMM_CHECK(out == sum_world(c), "%s: all_reduce gave %d, expected %d", what, out, sum_world(c));
+  // p2p around the ring of the sub-communicator
+  if (c.size() > 1) {
+    int32_t to = c.world_rank(c.rank()), from = -1;
+    int right = (c.rank() + 1) % c.size(), left = (c.rank() + c.size() - 1) % c.size();
+    Work s = c.send(&to, 4, right, 5);
+    c.recv(&from, 4, left, 5).wait();
+    s.wait();
+    COMM_CHECK(from == c.world_rank(left), "%s: ring p2p got %d from %d", what, from, c.world_rank(left));
+  }
+}
+
+}  // namespace
+
+int main() {
+  try {
+    auto world = Communicator::create_world();
+    const int me = world->rank(), n = world->size();
+    seam::test::check_rank() = me;
+    check_sum(*world, "world");
+
+    // split: even/odd, ordered by descending world rank.
+    auto half = world->split(me % 2, -me);
+    COMM_CHECK(half, "split returned null");
+    std::vector<int> expect;
+    for (int r = n - 1; r >= 0; --r)
+      if (r % 2 == me % 2) expect.push_back(r);
+    COMM_CHECK(half->size() == static_cast<int>(expect.size()), "split size %d", half->size());
+    for (int r = 0; r < half->size(); ++r) COMM_CHECK(half->world_rank(r) == expect[static_cast<size_t>(r)], "split order");
+    COMM_CHECK(half->world_rank(half->rank()) == me, "split: my rank");
+    check_sum(*half, "split");
+
+    // split with a negative color on rank 0 and equal keys (ties by parent rank).
+    auto most = world->split(me == 0 ? -1 : 7, 0);
+    COMM_CHECK((me == 0) == (most == nullptr), "negative color");
+    if (most) {
+      COMM_CHECK(most->size() == n - 1 && most->rank() == me - 1, "tie order");
+      check_sum(*most, "split-negative");
+    }
+
+    // group: every rank, reversed.
+    std::vector<int> rev(static_cast<size_t>(n));
+    std::iota(rev.rbegin(), rev.rend(), 0);
+    auto reversed = world->group(rev);
+    COMM_CHECK(reversed && reversed->rank() == n - 1 - me, "reversed group rank");
+    check_sum(*reversed, "reversed");
+
+    // group of a subset (only the members call it) while others go on to the next step.
+    std::vector<int> firsts;
+    for (int r = 0; r < std::max(1, n / 2); ++r) firsts.push_back(r);
+    if (me < static_cast<int>(firsts.size())) {
+      auto g = world->group(firsts);
+      COMM_CHECK(g && g->rank() == me, "subset group");
+      check_sum(*g, "subset");
+      // a nested split inside it
+      auto nested = g->split(0, g->size() - g->rank());
+      COMM_CHECK(nested && nested->rank() == g->size() - 1 - g->rank(), "nested split");
+      check_sum(*nested, "nested");
+    }
+
+    // operations of three communicators in flight; wait on the last first.
+    std::vector<int32_t> a(1000, me), b(1000, me), cc(1000, me);
+    std::vector<int32_t> ra(1000), rb(1000), rc(1000);
+    Work wa = world->all_reduce(a.data(), ra.data(), a.size(), DType::i32, ReduceOp::sum);
+    Work wb = half->all_reduce(b.data(), rb.data(), b.size(), DType::i32, ReduceOp::max);
+    Work wc = reversed->all_reduce(cc.data(), rc.data(), cc.size(), DType::i32, ReduceOp::min);
+    wc.wait();
+    wb.wait();
+    wa.wait();
+    int32_t max_half = *std::max_element(expect.begin(), expect.end());
+    for (size_t i = 0; i < 1000; ++i) {
+      COMM_CHECK(ra[i] == n * (n - 1) / 2, "concurrent world sum");
+      COMM_CHECK(rb[i] == max_half, "concurrent half max");
+      COMM_CHECK(rc[i] == 0, "concurrent reversed min");
+    }
+    world->barrier().wait();
+    if (me == 0) std::printf("groups test passed on %d ranks (%s)\n", n, world->transport_name().c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "[rank %d] error: %s\n", seam::test::check_rank(), e.what());
+    return 1;
+  }
+  return 0;
+}
