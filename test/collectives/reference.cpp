@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 namespace seam::test {
 
@@ -33,29 +32,24 @@ void set_element(void* buffer, size_t i, DType dtype, double value) {
   }
 }
 
-std::vector<char> integer_input(DType dtype, size_t count, int rank, int salt) {
+double input_value(DType dtype, int rank, size_t j, bool fractional) {
+  double v = fractional ? 4.0 * std::sin(0.37 * static_cast<double>(j) + rank)
+                        : static_cast<double>((j * 7 + static_cast<size_t>(rank) * 13) % 17) - 8;
+  // Round through the dtype, so the reference reduces exactly what the rank holds.
+  char stored[8];
+  set_element(stored, 0, dtype, v);
+  return get_element(stored, 0, dtype);
+}
+
+std::vector<char> make_input(DType dtype, size_t count, int rank, bool fractional, size_t first) {
   std::vector<char> data(count * dtype_size(dtype));
   for (size_t i = 0; i < count; ++i)
-    set_element(data.data(), i, dtype,
-                static_cast<double>((i * 7 + static_cast<size_t>(rank) * 13 + salt * 5) % 17) - 8);
+    set_element(data.data(), i, dtype, input_value(dtype, rank, first + i, fractional));
   return data;
 }
 
-std::vector<char> fractional_input(DType dtype, size_t count, int rank) {
-  std::vector<char> data(count * dtype_size(dtype));
-  for (size_t i = 0; i < count; ++i)
-    set_element(data.data(), i, dtype, 4.0 * std::sin(0.37 * static_cast<double>(i) + rank));
-  return data;
-}
-
-double reduce_reference(const std::vector<std::vector<char>>& inputs, size_t i, DType dtype,
-                        ReduceOp op) {
-  double acc = get_element(inputs[0].data(), i, dtype);
-  for (size_t r = 1; r < inputs.size(); ++r) {
-    double x = get_element(inputs[r].data(), i, dtype);
-    acc = op == ReduceOp::sum ? acc + x : op == ReduceOp::max ? std::max(acc, x) : std::min(acc, x);
-  }
-  return acc;
+double apply_op(ReduceOp op, double a, double b) {
+  return op == ReduceOp::sum ? a + b : op == ReduceOp::max ? std::max(a, b) : std::min(a, b);
 }
 
 long first_mismatch(const void* actual, const std::vector<double>& expected, DType dtype,

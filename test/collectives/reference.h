@@ -1,6 +1,6 @@
-// Test data and an independent scalar reference for the collectives: element access through
-// double, integer-valued inputs (exact in every dtype for the sums of up to five ranks), and
-// the expected reduction computed in double.
+// Test data and an independent scalar reference for the collectives: every rank's input is a
+// formula of (rank, index), so any rank can compute what any other rank sent, and the expected
+// result is computed from those values in double.
 #pragma once
 
 #include <cstddef>
@@ -15,14 +15,16 @@ double get_element(const void* buffer, size_t i, DType dtype);
 /// Writes element i (rounded to the dtype).
 void set_element(void* buffer, size_t i, DType dtype, double value);
 
-/// count elements for `rank`: small integers in [-8, 8], different per rank, index and salt.
-std::vector<char> integer_input(DType dtype, size_t count, int rank, int salt = 0);
-/// count elements for `rank`: non-integer values in (-4, 4), for tolerance checks.
-std::vector<char> fractional_input(DType dtype, size_t count, int rank);
+/// Element j of `rank`'s input, as stored in dtype. Integer inputs are small integers in
+/// [-8, 8] (their sums over up to five ranks are exact in every dtype); fractional ones lie in
+/// (-4, 4), for tolerance checks of the half types.
+double input_value(DType dtype, int rank, size_t j, bool fractional = false);
+/// count elements of `rank`'s input starting at element `first`.
+std::vector<char> make_input(DType dtype, size_t count, int rank, bool fractional = false,
+                             size_t first = 0);
 
-/// op over the ranks' element i, in double.
-double reduce_reference(const std::vector<std::vector<char>>& inputs, size_t i, DType dtype,
-                        ReduceOp op);
+/// op(a, b) in double.
+double apply_op(ReduceOp op, double a, double b);
 
 /// Index of the first element of `actual` that is not within `tolerance` (absolute, plus
 /// relative to |expected|) of `expected`, or -1 when all match.

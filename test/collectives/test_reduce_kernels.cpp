@@ -71,8 +71,7 @@ TEST_CASE("reduction kernels match the scalar reference on every instruction set
             CAPTURE(count);
             std::vector<std::vector<char>> srcs;
             for (size_t k = 0; k < nsrc; ++k)
-              srcs.push_back(dtype == DType::i32 ? integer_input(dtype, count, static_cast<int>(k))
-                                                 : fractional_input(dtype, count, static_cast<int>(k)));
+              srcs.push_back(make_input(dtype, count, static_cast<int>(k), dtype != DType::i32));
             std::vector<char> out(count * dtype_size(dtype) + 1, 0x5a);
             kernels::reduce(isa, out.data(), pointers(srcs), count, dtype, op);
             auto expected = reference(srcs, count, dtype, op);
@@ -88,8 +87,8 @@ TEST_CASE("reduction kernels match the scalar reference on every instruction set
 }
 
 TEST_CASE("reduce_into and reduce2 are the two-source reduction") {
-  auto a = fractional_input(DType::bf16, 100, 0);
-  auto b = fractional_input(DType::bf16, 100, 1);
+  auto a = make_input(DType::bf16, 100, 0, true);
+  auto b = make_input(DType::bf16, 100, 1, true);
   std::vector<char> out(a.size());
   kernels::reduce2(out.data(), a.data(), b.data(), 100, DType::bf16, ReduceOp::sum);
   kernels::reduce_into(a.data(), b.data(), 100, DType::bf16, ReduceOp::sum);
