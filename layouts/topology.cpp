@@ -39,7 +39,7 @@ bool Topology::should_use_dp_reduce_scatterv() const {
 }
 
 bool Topology::can_use_dp_reduce_scatter() const {
-  return !elastic_ep_world_gather || tp == attn_dp * attn_tp;
+  return elastic_ep_active_dp == 0 || tp == elastic_ep_active_dp * attn_tp;
 }
 
 bool Topology::post_experts_sum_is_one_all_reduce() const {
@@ -143,10 +143,11 @@ std::string Topology::describe() const {
       {fp4_all_gather, "fp4_all_gather"},        {quantized_comm, "quantized_comm"},
       {lora, "lora"},                            {shared_expert_tp1, "shared_expert_tp1"},
       {moe_output_complete, "moe_output_complete"}, {eagle_speculative, "eagle"},
-      {two_batch_overlap, "tbo"},                {elastic_ep_world_gather, "elastic_ep_world_gather"}};
+      {two_batch_overlap, "tbo"}};
   for (const auto& [on, name] : switches)
     if (on) s << ' ' << name;
   if (dwdp > 1) s << " dwdp=" << dwdp;
+  if (elastic_ep_active_dp > 0) s << " elastic_ep_active_dp=" << elastic_ep_active_dp;
   return s.str();
 }
 

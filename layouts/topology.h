@@ -42,7 +42,7 @@ struct Topology {
   bool moe_output_complete = false;         ///< the MoE returns complete outputs (a2a combine, megamoe...)
   bool eagle_speculative = false;
   bool two_batch_overlap = false;
-  bool elastic_ep_world_gather = false;
+  int elastic_ep_active_dp = 0;             ///< elastic-EP world gather: active DP ranks (0 = off)
 
   /// Topology with tp = attn_dp * attn_cp * attn_tp and pure MoE-TP; call validate() after edits.
   static Topology make(int tp, int attn_dp = 1, int attn_cp = 1);

@@ -111,18 +111,18 @@ struct AttnOptions {
   UpdateFacts update = ADD;
   ProducerReduction reduction = ProducerReduction::PARTIAL;
   bool gathers_tp_input = true;
-  std::optional<OutputTransform> output_transform;
+  std::optional<OutputTransform> output_transform = std::nullopt;
 };
 
 struct FfnOptions {
   bool sparse = false;
   ReadFacts read = NORM_READ;
   UpdateFacts update = ADD;
-  std::optional<OutputTransform> output_transform;
+  std::optional<OutputTransform> output_transform = std::nullopt;
   bool next_sparse = false;
-  std::optional<int> dense_tp_size;
+  std::optional<int> dense_tp_size = std::nullopt;
   ProducerReduction reduction = ProducerReduction::SCOPED;
-  std::optional<HandoffRows> handoff_rows;
+  std::optional<HandoffRows> handoff_rows = std::nullopt;
 };
 
 /// An attention (or mixer, with reduction SCOPED) declaration. Throws ValueError for LOCAL_TAIL,

@@ -22,6 +22,13 @@ bool owes_one_of(std::optional<SumGroup> owes, std::initializer_list<SumGroup> a
 }
 }  // namespace
 
+RowMove RowMove::checked(Layout from, Layout to) {
+  const Layout gathered = from - to, cut = to - from;
+  if ((!gathered.empty() && !cut.empty()) || from.has(TokenAxis::ATTN_CP) || to.has(TokenAxis::ATTN_CP))
+    throw NotSupportedError("rows=" + from.to_string() + " to=" + to.to_string());
+  return {from, to};
+}
+
 CpMoves CpMoves::of(const Topology& t, BatchVariant v) {
   CpMoves cp;
   cp.exist = v == BatchVariant::CONTEXT_PARALLEL;

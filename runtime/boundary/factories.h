@@ -16,17 +16,17 @@ namespace seam::boundary {
 struct StageSpec {
   StageDeclaration declaration;
   NormRef norm = nullptr;
-  StageOptions options;
+  StageOptions options = {};
 };
 
 /// The sequence's outside: the producer before the first stage (nullopt: the stack starts here),
 /// the consumer after the last, whether the last stage ends the model's stack, and — instead of
 /// `previous` — the stage whose already-read input a branch reuses.
 struct StageNeighbours {
-  std::optional<StageDeclaration> previous;
-  std::optional<StageDeclaration> following;
+  std::optional<StageDeclaration> previous = std::nullopt;
+  std::optional<StageDeclaration> following = std::nullopt;
   bool terminal = false;
-  std::optional<StageDeclaration> prepared_from;
+  std::optional<StageDeclaration> prepared_from = std::nullopt;
 };
 
 /// Builds one StageBoundary per spec, in order.

@@ -62,9 +62,8 @@ std::string describe(const EdgeDecl& e) {
 }
 
 std::string EntryStep::describe() const {
-  std::string s;
+  std::string s(pre_move_text(pre_move));
   if (enters_stack) append(s, "enter");
-  append(s, std::string(pre_move_text(pre_move)));
   if (residual_move == ResidualMove::ATTN_TP_SLICE) append(s, "residual attention-TP slice");
   if (residual_move == ResidualMove::ATTN_TP_GATHER) append(s, "residual attention-TP gather");
   switch (read) {
@@ -125,6 +124,13 @@ std::string FfnDecision::describe() const {
   return group ? g + " all_reduce in compute" : "complete (no sum)";
 }
 
+std::string describe(const BranchEntry& b) {
+  auto move = [](const RowMove& m) {
+    return m.from == m.to ? std::string("keep") : m.from.to_string() + " -> " + m.to.to_string();
+  };
+  return "branch input (already read): input " + move(b.input) + ", residual " + move(b.residual);
+}
+
 std::string describe_entry(const BoundEntry& e) {
   if (e.plain && e.non_plain)
     return "plain add: " + e.plain->step.describe() + "; other update: " + e.non_plain->step.describe();
@@ -162,7 +168,8 @@ std::vector<std::string> describe_plan(const StagePlan& plan) {
     if (!plan.has_path(v)) continue;
     const BoundPath& p = plan.path(v);
     const std::string tag = " [" + std::string(batch_variant_name(v)) + "]";
-    lines.push_back(producer_name(plan) + "->" + kind + tag + " input: " + describe_entry(p.entry));
+    const std::string entry = p.branch ? describe(*p.branch) : describe_entry(p.entry);
+    lines.push_back(producer_name(plan) + "->" + kind + tag + " input: " + entry);
     lines.push_back(kind + "->" + consumer_name(plan) + tag + ": " + describe_exit(plan, p));
   }
   return lines;

@@ -14,6 +14,8 @@ namespace seam::boundary {
 
 /// What the stage's prepare does for `path` (every bound update capability).
 std::string describe_entry(const BoundEntry& entry);
+/// What a prepared branch's branch_input moves.
+std::string describe(const BranchEntry& branch);
 /// What the stage's exit does with its output for `path` (FFN: per padding mode).
 std::string describe_exit(const StagePlan& plan, const BoundPath& path);
 /// Two lines per bound variant: the input path ("<prev>-><kind> [V] input: ...") and the output

@@ -21,16 +21,18 @@ StagePlan::StagePlan(const PlanContext& ctx, StageDeclaration decl, std::optiona
       throw NotSupportedError("prepared branch transport requires ordinary token rows");
     paths_[i] = bind(v);
   }
-  // Providers see the finished plan; only candidates completing the owed sum are kept.
+  // Providers see the finished plan. Fused kernels serve only a plain add into a plain norm: an
+  // FFN keeps the candidates completing its owed sum; an attention keeps the carried-work
+  // candidates (for sums an FFN exit may carry to it at run time).
   if (const FusionProvider* provider = fusions()) {
     for (auto& p : paths_) {
-      if (!p) continue;
-      const EntryPaths& main = p->entry.plain ? *p->entry.plain : *p->entry.non_plain;
-      if (!main.step.tries_fusions) continue;
+      if (!p || p->branch || !p->entry.plain) continue;
+      const EntryStep& step = p->entry.plain->step;
       if (decl_.kind == StageKind::FFN) {
+        if (!step.tries_fusions) continue;
         for (auto& candidate : provider->ffn_input(*this))
-          if (candidate.completes == main.step.all_reduce) p->ffn_fusions.push_back(std::move(candidate));
-      } else {
+          if (candidate.completes == step.all_reduce) p->ffn_fusions.push_back(std::move(candidate));
+      } else if (p->incoming.need->read.norms_plainly && !p->incoming.produced.transform) {
         p->carried_fusions = provider->attention_input(*this);
       }
     }
@@ -44,12 +46,17 @@ BoundPath StagePlan::bind(BatchVariant v) const {
   const Arrival arrival = arrival_at(ctx_, v, decl_);
   p.stage = resolve_stage(ctx_, v, decl_, following, arrival);
   p.incoming = make_edge(ctx_, v, decl_.previous(), &decl_);
-  if (is_prepared_branch()) {  // the branch input arrives already read, on the source's rows
+  if (is_prepared_branch()) {
+    // The branch input arrives already read on the source's rows; branch_input moves it (and the
+    // residual) to this stage's rows without a second update or norm.
     p.incoming.produced = arrival.produced;
     p.incoming.residual = arrival.residual;
+    p.branch = BranchEntry{RowMove::checked(arrival.produced.layout, p.stage.input.layout),
+                           RowMove::checked(arrival.residual, p.stage.residual)};
+  } else {
+    p.entry = bind_entry(p.incoming, enters_stack(), CpMoves::of(ctx_.topology, v));
   }
   p.outgoing = make_edge(ctx_, v, &decl_, following);
-  p.entry = bind_entry(p.incoming, enters_stack(), CpMoves::of(ctx_.topology, v));
   if (decl_.kind == StageKind::FFN) {
     p.output_move = select_output_move(ctx_.topology, v, p.stage);
     p.ffn_exit = FfnExitFacts::of(ctx_.topology, v, decl_.sparse, p.stage, p.output_move);

@@ -27,8 +27,8 @@ using QkvLatentHook = std::function<void(const Tensor& input)>;
 
 /// Per-stage constructor options: the attention QKV-latent hook (attention only) and a fusion provider.
 struct StageOptions {
-  QkvLatentHook qkv_latent;
-  std::shared_ptr<const FusionProvider> fusions;
+  QkvLatentHook qkv_latent = nullptr;
+  std::shared_ptr<const FusionProvider> fusions = nullptr;
 };
 
 /// Everything bound for one batch variant.
@@ -37,7 +37,8 @@ struct BoundPath {
   ResolvedStage stage;
   EdgeDecl incoming;
   EdgeDecl outgoing;        ///< consumer half empty when the following stage is not described
-  BoundEntry entry;
+  BoundEntry entry;                    ///< a sequential stage's input steps
+  std::optional<BranchEntry> branch;   ///< a prepared branch's input move (instead of `entry`)
   std::vector<FusedMlpInput> ffn_fusions;      ///< provider candidates completing the entry's owed sum
   std::vector<CarriedFusion> carried_fusions;  ///< provider candidates for carried work (attention input)
   OutputMove output_move;   ///< FFN stages

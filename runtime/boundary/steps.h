@@ -50,6 +50,23 @@ struct EntryStep {
   std::string describe() const;
 };
 
+/// move_rows of a complete value: gather the axes `from` has beyond `to` (attention TP first, then
+/// DP), then cut the axes `to` adds (DP scatter, then attention-TP slice).
+struct RowMove {
+  Layout from, to;
+  bool operator==(const RowMove&) const = default;
+  /// Throws NotSupportedError("rows=... to=...") when rows would be both gathered and cut, or CP is involved.
+  static RowMove checked(Layout from, Layout to);
+};
+
+/// A prepared branch's entry: the source's already-read input and its residual move to the
+/// branch's rows; nothing is normalised or updated again.
+struct BranchEntry {
+  RowMove input;
+  RowMove residual;
+  bool operator==(const BranchEntry&) const = default;
+};
+
 /// What an FFN exit does with its output rows (fixed at construction; DP transport per batch).
 enum class OutputMoveKind : uint8_t {
   KEEP,                        ///< output stays on the rows it was computed on

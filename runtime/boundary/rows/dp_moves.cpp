@@ -1,0 +1,84 @@
+#include "runtime/boundary/rows/dp_moves.h"
+
+#include <cstring>
+#include <string>
+
+#include "kernels/norm/elementwise.h"
+#include "layouts/errors.h"
+#include "runtime/boundary/rows/tensor_collectives.h"
+#include "runtime/boundary/rows/tp_moves.h"
+
+namespace seam::boundary::rows {
+
+namespace {
+
+void require_rows(const Tensor& t, int64_t rows, const char* what) {
+  if (t.rows != rows)
+    throw ValueError(std::string("row move: ") + what + " has " + std::to_string(t.rows) + " rows, the batch needs " +
+                     std::to_string(rows));
+}
+
+void zero(const Tensor& t) {
+  for (int64_t r = 0; r < t.rows; ++r) std::memset(t.row(r), 0, t.row_bytes());
+}
+
+void check_dp_shapes(const ProcessGroups& groups, const BatchFacts& facts, const Tensor& local, const Tensor& global) {
+  if (facts.dp_size() != groups.topology().attn_dp || facts.dp_rank() != groups.attn().dp)
+    throw ValueError("row move: batch facts do not match this rank's attention-DP replica");
+  require_rows(local, facts.local_rows(), "the local tensor");
+  require_rows(global, facts.global_rows(), "the global DP buffer");
+  require_contiguous(local, "the local tensor");
+  require_contiguous(global, "the global DP buffer");
+}
+
+void gather_through_all_reduce(ProcessGroups& groups, const BatchFacts& facts, const Tensor& local,
+                               const Tensor& global, DpGatherMode mode) {
+  const auto& at = groups.attn();
+  const bool writes = (mode == DpGatherMode::PARTIAL || at.tp == 0) && at.cp == 0;
+  zero(global);
+  if (writes && local.rows > 0) kernels::copy(local, global.slice_rows(facts.offset(facts.dp_rank()), local.rows));
+  all_reduce(groups, GroupKind::TP, global).wait();
+}
+
+}  // namespace
+
+void dp_gather(ProcessGroups& groups, const BatchFacts& facts, const Tensor& local, const Tensor& global,
+               DpGatherMode mode, Scratch& scratch) {
+  check_dp_shapes(groups, facts, local, global);
+  const Topology& t = groups.topology();
+  if (facts.padding() == PaddingMode::SUM_LEN || t.attn_cp > 1) return gather_through_all_reduce(groups, facts, local, global, mode);
+  if (t.attn_tp == 1) return all_gather(groups, GroupKind::TP, local, global).wait();
+  if (mode == DpGatherMode::REPLICATE && groups.attn().tp != 0) zero(local);
+  const Tensor chunk = scratch.get(local.dtype, local.rows / t.attn_tp, local.cols);
+  attn_tp_reduce_scatter(groups, local, chunk).wait();
+  all_gather(groups, GroupKind::TP, chunk, global).wait();
+}
+
+void dp_scatter(const BatchFacts& facts, const Tensor& global, const Tensor& local) {
+  const int64_t rows = facts.rows(facts.dp_rank());
+  if (local.rows < rows) require_rows(local, rows, "the local tensor");
+  require_rows(global, facts.global_rows(), "the global DP buffer");
+  if (rows > 0) kernels::copy(global.slice_rows(facts.offset(facts.dp_rank()), rows), local.slice_rows(0, rows));
+  zero(local.slice_rows(rows, local.rows - rows));
+}
+
+void dp_reduce_scatter(ProcessGroups& groups, const BatchFacts& facts, const Tensor& global, const Tensor& local,
+                       Scratch& scratch) {
+  check_dp_shapes(groups, facts, local, global);
+  const Topology& t = groups.topology();
+  if (facts.padding() != PaddingMode::MAX_LEN) throw NotSupportedError("a DP reduce-scatter needs MAX_LEN padding");
+  if (t.attn_cp > 1) throw NotSupportedError("a DP reduce-scatter under attention CP");
+  if (t.tp == t.attn_dp) return reduce_scatter(groups, GroupKind::TP, global, local).wait();
+  const Tensor chunk = scratch.get(global.dtype, global.rows / t.tp, global.cols);
+  reduce_scatter(groups, GroupKind::TP, global, chunk).wait();
+  attn_tp_gather(groups, chunk, local).wait();
+}
+
+void dp_reduce_scatterv(ProcessGroups& groups, const BatchFacts& facts, const Tensor& global, const Tensor& local) {
+  check_dp_shapes(groups, facts, local, global);
+  if (groups.topology().tp != groups.topology().attn_dp)
+    throw NotSupportedError("a DP reduce_scatterv needs attention TP and CP of 1");
+  reduce_scatterv(groups, GroupKind::TP, global, local, facts.rows_per_dp()).wait();
+}
+
+}  // namespace seam::boundary::rows

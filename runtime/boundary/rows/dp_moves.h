@@ -1,0 +1,42 @@
+// Attention-DP row moves (§3.1) between a replica's local rows and the global DP buffer: every
+// replica's rows back to back, DP-major, each padded after its real tokens (BatchFacts gives the
+// padded counts and offsets). `local` holds facts.local_rows() rows, `global` facts.global_rows().
+// The moves are short schedules of the runtime's collectives and return when complete.
+#pragma once
+
+#include "layouts/batch_facts.h"
+#include "layouts/tensor.h"
+#include "runtime/boundary/rows/process_groups.h"
+#include "runtime/boundary/rows/scratch.h"
+
+namespace seam::boundary::rows {
+
+/// What the local rows of the attention-TP ranks of one replica hold.
+enum class DpGatherMode : uint8_t {
+  PARTIAL,    ///< partial contributions of an attention-TP sum: the gather completes the sum
+  REPLICATE,  ///< identical copies: the gather places one of them
+};
+
+/// global := every replica's local rows at its offset.
+///  MAX_LEN, attn_tp == 1: TP all-gather of the local rows.
+///  MAX_LEN, attn_tp > 1: (REPLICATE: attention-TP ranks other than 0 zero `local` in place, as the
+///    reference does) attention-TP reduce-scatter of the local rows onto chunk attn_tp_rank, then TP
+///    all-gather of the chunks (TP rank order is DP-major, attention-TP inner).
+///  SUM_LEN, and always under attention CP: zero `global`, writers copy their rows at their offset
+///    (PARTIAL: every attention-TP rank; REPLICATE: attention-TP rank 0; CP rank 0 only), TP all-reduce.
+void dp_gather(ProcessGroups& groups, const BatchFacts& facts, const Tensor& local, const Tensor& global,
+               DpGatherMode mode, Scratch& scratch);
+
+/// local := this replica's rows of `global` (rows beyond them zero-filled).
+void dp_scatter(const BatchFacts& facts, const Tensor& global, const Tensor& local);
+
+/// MAX_LEN only: local := this replica's rows of the TP sum of `global` — a TP reduce-scatter
+/// straight into `local` when tp == attn_dp, else onto a 1/tp chunk then an attention-TP all-gather.
+void dp_reduce_scatter(ProcessGroups& groups, const BatchFacts& facts, const Tensor& global, const Tensor& local,
+                       Scratch& scratch);
+
+/// RSv (attention TP = 1 only): local := this replica's rows of the TP sum of `global`, one TP
+/// reduce_scatterv with the per-replica padded row counts (zero allowed).
+void dp_reduce_scatterv(ProcessGroups& groups, const BatchFacts& facts, const Tensor& global, const Tensor& local);
+
+}  // namespace seam::boundary::rows

@@ -1,0 +1,83 @@
+#include "runtime/boundary/rows/pp_handoff.h"
+
+#include <cstdint>
+
+#include "layouts/errors.h"
+#include "runtime/boundary/rows/tensor_collectives.h"
+
+namespace seam::boundary::rows {
+
+namespace {
+
+// Point-to-point tags of the handoff (the boundary's own range).
+constexpr uint32_t kHeaderTag = 0x5ea10;
+constexpr uint32_t kHiddenTag = 0x5ea11;
+constexpr uint32_t kResidualTag = 0x5ea12;
+
+struct Header {
+  int64_t rows;
+  int64_t cols;
+  uint32_t dtype;
+  uint32_t has_residual;
+};
+
+comm::Communicator& world(ProcessGroups& groups) {
+  comm::Communicator* w = groups.comm(GroupKind::WORLD);
+  if (!w) throw ValueError("pipeline handoff needs more than one pipeline stage");
+  return *w;
+}
+
+Tensor into(Buffer& buffer, const Header& h) {
+  const size_t bytes = static_cast<size_t>(h.rows * h.cols) * dtype_size(static_cast<DType>(h.dtype));
+  if (bytes > buffer.bytes()) buffer = Buffer(bytes);
+  return Tensor::contiguous(buffer.data(), static_cast<DType>(h.dtype), h.rows, h.cols);
+}
+
+}  // namespace
+
+void PipelineHandoff::send(const PipelineTensors& t) {
+  const int peer = groups_.next_stage();
+  if (peer < 0) throw ValueError("pipeline handoff: the last stage has no next stage to send to");
+  require_contiguous(t.hidden_states, "the hidden states");
+  if (t.has_residual) {
+    require_contiguous(t.residual, "the residual");
+    if (t.residual.rows != t.hidden_states.rows || t.residual.cols != t.hidden_states.cols ||
+        t.residual.dtype != t.hidden_states.dtype)
+      throw ValueError("pipeline handoff: the residual and the hidden states differ in shape or dtype");
+  }
+  comm::Communicator& w = world(groups_);
+  const Header h{t.hidden_states.rows, t.hidden_states.cols, static_cast<uint32_t>(t.hidden_states.dtype),
+                 t.has_residual ? 1u : 0u};
+  comm::Work header = w.send(&h, sizeof h, peer, kHeaderTag);
+  comm::Work hidden = w.send(t.hidden_states.data, t.hidden_states.bytes(), peer, kHiddenTag);
+  comm::Work residual = t.has_residual ? w.send(t.residual.data, t.residual.bytes(), peer, kResidualTag) : comm::Work{};
+  groups_.traffic().record(GroupKind::WORLD, CollectiveKind::send, sizeof h + t.hidden_states.bytes() +
+                                                                       (t.has_residual ? t.residual.bytes() : 0));
+  header.wait();
+  hidden.wait();
+  residual.wait();
+}
+
+PipelineTensors PipelineHandoff::receive() {
+  const int peer = groups_.previous_stage();
+  if (peer < 0) throw ValueError("pipeline handoff: the first stage has no previous stage to receive from");
+  comm::Communicator& w = world(groups_);
+  Header h{};
+  w.recv(&h, sizeof h, peer, kHeaderTag).wait();
+  PipelineTensors t;
+  t.hidden_states = into(hidden_, h);
+  t.has_residual = h.has_residual != 0;
+  comm::Work hidden = w.recv(t.hidden_states.data, t.hidden_states.bytes(), peer, kHiddenTag);
+  comm::Work residual;
+  if (t.has_residual) {
+    t.residual = into(residual_, h);
+    residual = w.recv(t.residual.data, t.residual.bytes(), peer, kResidualTag);
+  }
+  groups_.traffic().record(GroupKind::WORLD, CollectiveKind::recv,
+                           sizeof h + t.hidden_states.bytes() + (t.has_residual ? t.residual.bytes() : 0));
+  hidden.wait();
+  residual.wait();
+  return t;
+}
+
+}  // namespace seam::boundary::rows

@@ -1,0 +1,36 @@
+// Pipeline handoff transport: moves the hidden states and residual a stage's to_pp() packaged to
+// the same TP rank of the next pipeline stage, over the world communicator's point-to-point
+// operations. A small header (rows, cols, dtype, whether a residual follows) goes first, so the
+// receiver sizes its buffers from what actually arrives. Packaging (what to send, and what the
+// receiver's from_pp rebuilds) is the residual stream's job; this only moves the bytes.
+#pragma once
+
+#include "layouts/tensor.h"
+#include "runtime/boundary/rows/process_groups.h"
+
+namespace seam::boundary::rows {
+
+/// What crosses a pipeline cut: hidden states and, when the stream had one, the residual.
+struct PipelineTensors {
+  Tensor hidden_states;
+  Tensor residual;
+  bool has_residual = false;
+};
+
+class PipelineHandoff {
+ public:
+  explicit PipelineHandoff(ProcessGroups& groups) : groups_(groups) {}
+
+  /// Sends to the next stage (same TP rank); returns once the data has left this rank's buffers.
+  /// ValueError on the last stage or when the residual's shape/dtype differ from the hidden states'.
+  void send(const PipelineTensors& tensors);
+  /// Receives from the previous stage into this handoff's own buffers, valid until the next receive.
+  PipelineTensors receive();
+
+ private:
+  ProcessGroups& groups_;
+  Buffer hidden_;
+  Buffer residual_;
+};
+
+}  // namespace seam::boundary::rows

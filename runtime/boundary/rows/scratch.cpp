@@ -1,0 +1,11 @@
+#include "runtime/boundary/rows/scratch.h"
+
+namespace seam::boundary::rows {
+
+Tensor Scratch::get(DType dtype, int64_t rows, int64_t cols) {
+  const size_t bytes = static_cast<size_t>(rows * cols) * dtype_size(dtype);
+  if (bytes > buffer_.bytes()) buffer_ = Buffer(bytes + bytes / 2);
+  return Tensor::contiguous(buffer_.data(), dtype, rows, cols);
+}
+
+}  // namespace seam::boundary::rows

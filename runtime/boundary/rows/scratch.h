@@ -1,0 +1,19 @@
+// Scratch: one reusable host buffer that grows on demand — the intermediate rows a multi-step move
+// needs (a reduce-scatter's chunk before its all-gather, a fused candidate's gathered partials).
+// A view stays valid until the next get() on the same Scratch.
+#pragma once
+
+#include "layouts/tensor.h"
+
+namespace seam::boundary::rows {
+
+class Scratch {
+ public:
+  /// A contiguous rows x cols view of this scratch's storage (contents unspecified).
+  Tensor get(DType dtype, int64_t rows, int64_t cols);
+
+ private:
+  Buffer buffer_;
+};
+
+}  // namespace seam::boundary::rows

@@ -1,0 +1,80 @@
+#include "runtime/boundary/rows/tensor_collectives.h"
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "kernels/norm/elementwise.h"
+#include "layouts/errors.h"
+
+namespace seam::boundary::rows {
+
+void require_contiguous(const Tensor& t, const char* what) {
+  if (!t.is_contiguous()) throw ValueError(std::string("row move: ") + what + " must be a contiguous tensor");
+}
+
+namespace {
+
+void require_same_kind(const Tensor& a, const Tensor& b, const char* op) {
+  require_contiguous(a, op);
+  require_contiguous(b, op);
+  if (a.dtype != b.dtype || a.cols != b.cols)
+    throw ValueError(std::string("row move: ") + op + " buffers differ in dtype or hidden size");
+}
+
+void require_rows(const Tensor& t, int64_t rows, const char* op) {
+  if (t.rows != rows)
+    throw ValueError(std::string("row move: ") + op + " expects " + std::to_string(rows) + " rows, got " +
+                     std::to_string(t.rows));
+}
+
+// A one-rank collective out of place is a copy.
+comm::Work local_copy(const Tensor& send, const Tensor& recv) {
+  if (send.data != recv.data && send.rows > 0) kernels::copy(send, recv);
+  return {};
+}
+
+}  // namespace
+
+comm::Work all_reduce(ProcessGroups& groups, GroupKind group, const Tensor& inout) {
+  require_contiguous(inout, "all_reduce");
+  comm::Communicator* c = groups.comm(group);
+  if (!c) return {};
+  groups.traffic().record(group, CollectiveKind::all_reduce, inout.bytes());
+  return c->all_reduce(inout.data, inout.data, static_cast<size_t>(inout.numel()), inout.dtype, ReduceOp::sum);
+}
+
+comm::Work reduce_scatter(ProcessGroups& groups, GroupKind group, const Tensor& send, const Tensor& recv) {
+  require_same_kind(send, recv, "reduce_scatter");
+  require_rows(send, recv.rows * groups.size(group), "reduce_scatter");
+  comm::Communicator* c = groups.comm(group);
+  if (!c) return local_copy(send, recv);
+  groups.traffic().record(group, CollectiveKind::reduce_scatter, send.bytes());
+  return c->reduce_scatter(send.data, recv.data, static_cast<size_t>(recv.numel()), send.dtype, ReduceOp::sum);
+}
+
+comm::Work reduce_scatterv(ProcessGroups& groups, GroupKind group, const Tensor& send, const Tensor& recv,
+                           std::span<const int64_t> rows) {
+  require_same_kind(send, recv, "reduce_scatterv");
+  if (static_cast<int>(rows.size()) != groups.size(group))
+    throw ValueError("row move: reduce_scatterv needs one row count per rank of the group");
+  require_rows(send, std::accumulate(rows.begin(), rows.end(), int64_t{0}), "reduce_scatterv");
+  require_rows(recv, rows[static_cast<size_t>(groups.rank_in(group))], "reduce_scatterv");
+  comm::Communicator* c = groups.comm(group);
+  if (!c) return local_copy(send, recv);
+  std::vector<size_t> counts(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) counts[i] = static_cast<size_t>(rows[i] * send.cols);
+  groups.traffic().record(group, CollectiveKind::reduce_scatterv, send.bytes());
+  return c->reduce_scatterv(send.data, recv.data, counts, send.dtype, ReduceOp::sum);
+}
+
+comm::Work all_gather(ProcessGroups& groups, GroupKind group, const Tensor& send, const Tensor& recv) {
+  require_same_kind(send, recv, "all_gather");
+  require_rows(recv, send.rows * groups.size(group), "all_gather");
+  comm::Communicator* c = groups.comm(group);
+  if (!c) return local_copy(send, recv);
+  groups.traffic().record(group, CollectiveKind::all_gather, recv.bytes());
+  return c->all_gather(send.data, recv.data, static_cast<size_t>(send.numel()), send.dtype);
+}
+
+}  // namespace seam::boundary::rows

@@ -1,0 +1,57 @@
+#include "tools/plan/pattern.h"
+
+#include "layouts/errors.h"
+
+namespace seam::plan {
+
+using namespace boundary;
+
+std::vector<StageDeclaration> declare_pattern(std::string_view pattern) {
+  if (pattern.empty()) throw ValueError("empty layer pattern");
+  std::vector<StageDeclaration> decls;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    switch (pattern[i]) {
+      case 'A': decls.push_back(declare_attn()); break;
+      case 'M': decls.push_back(declare_attn({.reduction = ProducerReduction::SCOPED, .gathers_tp_input = false})); break;
+      case 'F':
+      case 'E': {
+        bool next_sparse = pattern[i] == 'E';  // the last FFN has no successor: treat as same kind
+        for (size_t j = i + 1; j < pattern.size(); ++j)
+          if (pattern[j] == 'F' || pattern[j] == 'E') {
+            next_sparse = pattern[j] == 'E';
+            break;
+          }
+        decls.push_back(declare_ffn({.sparse = pattern[i] == 'E', .next_sparse = next_sparse}));
+        break;
+      }
+      default: throw ValueError(std::string("unknown stage letter '") + pattern[i] + "' (use A, F, E, M)");
+    }
+  }
+  return decls;
+}
+
+std::vector<std::vector<StageBoundary>> build_partitions(const PlanContext& ctx, const std::vector<StageDeclaration>& decls,
+                                                         int pp) {
+  const int n = static_cast<int>(decls.size());
+  if (pp < 1 || pp > n) throw ValueError("--pp must be between 1 and the number of stages");
+  // The neighbours a rank is told about are the connected declarations of the stages around it,
+  // exactly what the engine would pass; connect the whole stack once to get them.
+  std::vector<StageDeclaration> connected;
+  for (int i = 0; i < n; ++i)
+    connected.push_back(i == 0 ? decls[0].entering_stack() : decls[i].with_previous(connected.back()));
+
+  std::vector<std::vector<StageBoundary>> partitions;
+  for (int r = 0; r < pp; ++r) {
+    const int begin = n * r / pp, end = n * (r + 1) / pp;
+    std::vector<StageSpec> specs;
+    for (int i = begin; i < end; ++i) specs.push_back({decls[i]});
+    StageNeighbours around;
+    if (begin > 0) around.previous = connected[begin - 1];
+    if (end < n) around.following = decls[end].with_previous(connected[end - 1]);
+    around.terminal = end == n;
+    partitions.push_back(make_stages(ctx, std::move(specs), around));
+  }
+  return partitions;
+}
+
+}  // namespace seam::plan

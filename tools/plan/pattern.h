@@ -1,0 +1,23 @@
+// Layer patterns for seam_plan: one letter per stage — A attention, F dense FFN, E sparse (MoE)
+// FFN, M single-stage mixer (a SCOPED attention-kind stage, as Nemotron-H declares its Mamba and
+// attention mixers) — turned into declarations and built per pipeline partition.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "runtime/boundary/factories.h"
+
+namespace seam::plan {
+
+/// Declarations for `pattern`; an FFN's next_sparse comes from the next FFN in the pattern.
+/// Throws ValueError for an unknown letter or an empty pattern.
+std::vector<boundary::StageDeclaration> declare_pattern(std::string_view pattern);
+
+/// Builds the stack split into `pp` contiguous partitions, each with make_stages() and only its
+/// neighbours' declarations, as separate pipeline ranks would.
+std::vector<std::vector<boundary::StageBoundary>> build_partitions(const boundary::PlanContext& ctx,
+                                                                   const std::vector<boundary::StageDeclaration>& decls,
+                                                                   int pp);
+
+}  // namespace seam::plan

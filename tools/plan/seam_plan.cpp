@@ -1,0 +1,150 @@
+// seam_plan: prints the boundary plan Seam binds for a layer pattern, a topology and a reduction
+// policy — one line per bound path (input and output of every stage, every batch variant) — and
+// checks that neighbours built on different pipeline ranks agree on each edge.
+//
+//   seam_plan --pattern AFAFAF --tp 4 --attn-dp 2 --policy rs+rsv
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "layouts/errors.h"
+#include "runtime/boundary/introspection.h"
+#include "tools/plan/pattern.h"
+
+using namespace seam;
+using namespace seam::boundary;
+
+namespace {
+
+void usage() {
+  std::puts(
+      "usage: seam_plan --pattern AFAF... [--tp N] [--attn-dp N] [--attn-tp N] [--attn-cp N] [--pp N]\n"
+      "                 [--moe-ep N] [--moe-dp N] [--dense-tp N] [--policy ar|rs|rsv|rs+rsv|auto] [--arch NAME]\n"
+      "                 [--a2a] [--input-scattered] [--prefill-cp] [--dsa-cp] [--sp] [--tbo] [--lora]\n"
+      "  pattern letters: A attention, F dense FFN, E sparse (MoE) FFN, M single-stage mixer\n"
+      "  --attn-tp defaults to tp / (attn-dp * attn-cp); --moe-tp to tp / (moe-ep * moe-dp)\n"
+      "  --arch resolves --policy auto from the architecture table (default policy: auto)");
+}
+
+struct Args {
+  std::string pattern;
+  int tp = 1, attn_dp = 1, attn_tp = 0, attn_cp = 1, pp = 1, moe_ep = 1, moe_dp = 1, dense_tp = 0;
+  std::string policy = "auto", arch;
+  bool a2a = false, input_scattered = false, prefill_cp = false, dsa_cp = false, sp = false, tbo = false, lora = false;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw ValueError("missing value for " + flag);
+      return argv[++i];
+    };
+    auto number = [&]() { return std::stoi(value()); };
+    if (flag == "--pattern") a.pattern = value();
+    else if (flag == "--tp") a.tp = number();
+    else if (flag == "--attn-dp") a.attn_dp = number();
+    else if (flag == "--attn-tp") a.attn_tp = number();
+    else if (flag == "--attn-cp") a.attn_cp = number();
+    else if (flag == "--pp") a.pp = number();
+    else if (flag == "--moe-ep") a.moe_ep = number();
+    else if (flag == "--moe-dp") a.moe_dp = number();
+    else if (flag == "--dense-tp") a.dense_tp = number();
+    else if (flag == "--policy") a.policy = value();
+    else if (flag == "--arch") a.arch = value();
+    else if (flag == "--a2a") a.a2a = true;
+    else if (flag == "--input-scattered") a.input_scattered = true;
+    else if (flag == "--prefill-cp") a.prefill_cp = true;
+    else if (flag == "--dsa-cp") a.dsa_cp = true;
+    else if (flag == "--sp") a.sp = true;
+    else if (flag == "--tbo") a.tbo = true;
+    else if (flag == "--lora") a.lora = true;
+    else if (flag == "-h" || flag == "--help") {
+      usage();
+      std::exit(0);
+    } else
+      throw ValueError("unknown flag " + flag);
+  }
+  if (a.pattern.empty()) throw ValueError("--pattern is required");
+  return a;
+}
+
+PlanContext context_of(const Args& a) {
+  PlanContext ctx;
+  Topology& t = ctx.topology;
+  t.tp = a.tp;
+  t.attn_dp = a.attn_dp;
+  t.attn_cp = a.attn_cp;
+  t.attn_tp = a.attn_tp ? a.attn_tp : a.tp / (a.attn_dp * a.attn_cp);
+  t.pp = a.pp;
+  t.moe_ep = a.moe_ep;
+  t.moe_dp = a.moe_dp;
+  t.moe_tp = a.tp / (a.moe_ep * a.moe_dp);
+  t.moe_dense_tp = a.dense_tp;
+  t.moe_a2a_backend = a.a2a;
+  t.attn_tp_input_scattered = a.input_scattered;
+  t.enable_prefill_cp = a.prefill_cp || a.dsa_cp;
+  t.cp_over_attn_cp = a.dsa_cp;
+  t.sequence_parallel = a.sp;
+  t.two_batch_overlap = a.tbo;
+  t.lora = a.lora;
+  t.validate();
+  const auto requested = parse_policy(a.policy);
+  if (!requested) throw ValueError("unknown --policy " + a.policy);
+  ModelFacts model;
+  if (!a.arch.empty()) model.architectures.push_back(a.arch);
+  ctx.policy = PolicyRegistry::with_defaults().resolve(*requested, model);
+  return ctx;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Args args = parse(argc, argv);
+    const PlanContext ctx = context_of(args);
+    const auto decls = plan::declare_pattern(args.pattern);
+
+    const auto start = std::chrono::steady_clock::now();
+    const auto partitions = plan::build_partitions(ctx, decls, args.pp);
+    const double build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+    std::printf("# pattern %s  %s  policy %s%s%s\n", args.pattern.c_str(), ctx.topology.describe().c_str(),
+                std::string(policy_name(ctx.policy)).c_str(), args.arch.empty() ? "" : " from arch ",
+                args.arch.c_str());
+    std::printf("# built %zu stages in %.3f ms\n", decls.size(), build_ms);
+    int index = 0;
+    const StageBoundary* last = nullptr;
+    bool edges_agree = true;
+    for (size_t r = 0; r < partitions.size(); ++r) {
+      if (args.pp > 1) std::printf("# pipeline rank %zu\n", r);
+      for (const StageBoundary& stage : partitions[r]) {
+        // Independently built neighbours must bind the same edge (checked across pipeline cuts too).
+        if (last)
+          for (int v = 0; v < kBatchVariantCount; ++v) {
+            const auto variant = static_cast<BatchVariant>(v);
+            if (last->plan().has_path(variant) &&
+                !(last->plan().path(variant).outgoing == stage.plan().path(variant).incoming))
+              edges_agree = false;
+          }
+        const char letter = args.pattern[index];
+        bool first = true;
+        for (const std::string& line : describe_plan(stage.plan())) {
+          std::printf("%-4s %c  %s\n", first ? ("L" + std::to_string(index)).c_str() : "", first ? letter : ' ',
+                      line.c_str());
+          first = false;
+        }
+        last = &stage;
+        ++index;
+      }
+    }
+    std::printf("# neighbouring stages %s on every edge\n", edges_agree ? "agree" : "DISAGREE");
+    return edges_agree ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "seam_plan: %s\n", e.what());
+    return 2;
+  }
+}
