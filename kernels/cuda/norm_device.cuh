@@ -1,0 +1,135 @@
+// Device-side building blocks of the CUDA norm kernels: element I/O per activation dtype (FP32
+// compute, round-to-nearest-even stores, as the host kernels), block reductions, and the row
+// pipeline every variant shares. One thread block normalises one row at a time; the row's FP32
+// sum stays in dynamic shared memory (cols floats) between the passes.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cstdint>
+
+namespace seam::kernels::cuda::device {
+
+struct F32Io {
+  using T = float;
+  static __device__ __forceinline__ float load(T v) { return v; }
+  static __device__ __forceinline__ T store(float v) { return v; }
+};
+struct Bf16Io {
+  using T = __nv_bfloat16;
+  static __device__ __forceinline__ float load(T v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ T store(float v) { return __float2bfloat16_rn(v); }
+};
+struct F16Io {
+  using T = __half;
+  static __device__ __forceinline__ float load(T v) { return __half2float(v); }
+  static __device__ __forceinline__ T store(float v) { return __float2half_rn(v); }
+};
+
+/// Block-wide reduction (sum or max) of one float per thread; every thread gets the result.
+/// Fixed order (warp shuffles, then warp 0 over the warp partials), so results are deterministic.
+template <bool kMax>
+__device__ __forceinline__ float block_reduce(float v) {
+  __shared__ float partial[32];
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const float other = __shfl_xor_sync(0xffffffffu, v, offset);
+    v = kMax ? fmaxf(v, other) : v + other;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+  __syncthreads();  // partial[] may still be read by a previous reduction
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  v = lane < warps ? partial[lane] : 0.0f;  // absmax and sums are both >= 0-neutral here
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const float other = __shfl_xor_sync(0xffffffffu, v, offset);
+    v = kMax ? fmaxf(v, other) : v + other;
+  }
+  return v;
+}
+
+/// Most summands a row sums (one activation, or one partial per peer).
+inline constexpr int kMaxSummands = 8;
+
+/// The pointers of one row set, passed by value: k summands (one activation, or every rank's
+/// partial), the residual (in/out, may be null), an extra addition (may be null), the weight.
+template <class Io>
+struct RowArgs {
+  const typename Io::T* summands[kMaxSummands];  ///< base pointers (row r at + r * stride)
+  int k;
+  typename Io::T* residual;
+  const typename Io::T* extra;
+  const void* weight;
+  int weight_dtype;  ///< 0 f32, 1 bf16, 2 f16
+  bool gemma;
+  float eps;
+  int64_t cols, stride, residual_stride, extra_stride;
+};
+
+__device__ __forceinline__ float load_weight(const void* w, int dtype, int64_t c) {
+  switch (dtype) {
+    case 1: return __bfloat162float(static_cast<const __nv_bfloat16*>(w)[c]);
+    case 2: return __half2float(static_cast<const __half*>(w)[c]);
+    default: return static_cast<const float*>(w)[c];
+  }
+}
+
+/// Fills s (shared, cols floats) with row r's FP32 sum in the reference order — summands in order,
+/// a multi-summand sum rounded to the I/O dtype first (as an unfused all-reduce returns it), then
+/// + residual + extra — writes the rounded residual, and returns 1 / sqrt(mean(s²) + eps).
+template <class Io>
+__device__ float sum_row(const RowArgs<Io>& a, int64_t r, float* s) {
+  float square_sum = 0.0f;
+  for (int64_t c = threadIdx.x; c < a.cols; c += blockDim.x) {
+    float x = Io::load(a.summands[0][r * a.stride + c]);
+    if (a.k > 1) {
+      for (int i = 1; i < a.k; ++i) x += Io::load(a.summands[i][r * a.stride + c]);
+      x = Io::load(Io::store(x));
+    }
+    if (a.residual) {
+      typename Io::T* residual = a.residual + r * a.residual_stride;
+      x += Io::load(residual[c]);
+      if (a.extra) x += Io::load(a.extra[r * a.extra_stride + c]);
+      residual[c] = Io::store(x);
+    }
+    s[c] = x;
+    square_sum += x * x;
+  }
+  const float total = block_reduce<false>(square_sum);
+  return 1.0f / sqrtf(total / static_cast<float>(a.cols) + a.eps);  // IEEE, as the host kernel
+}
+
+/// y = s · inv · w (FP32), in place in s.
+template <class Io>
+__device__ void normalise_row(const RowArgs<Io>& a, float inv, float* s) {
+  for (int64_t c = threadIdx.x; c < a.cols; c += blockDim.x) {
+    const float w = (a.gemma ? 1.0f : 0.0f) + load_weight(a.weight, a.weight_dtype, c);
+    s[c] = (s[c] * inv) * w;
+  }
+}
+
+/// Stores the normalised row rounded to the I/O dtype.
+template <class Io>
+__device__ void store_row(const float* y, int64_t cols, typename Io::T* out) {
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) out[c] = Io::store(y[c]);
+}
+
+/// Quantises the normalised row per token: its activation-dtype rounding, scale = max(absmax/448,
+/// 1/(448·512)), q = e4m3(clamp(y / scale)) saturating, round to nearest even.
+template <class Io>
+__device__ void store_row_fp8(float* y, int64_t cols, __nv_fp8_e4m3* q, float* scale_out) {
+  float absmax = 0.0f;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    y[c] = Io::load(Io::store(y[c]));
+    absmax = fmaxf(absmax, fabsf(y[c]));
+  }
+  absmax = block_reduce<true>(absmax);
+  const float scale = fmaxf(absmax / 448.0f, 1.0f / (448.0f * 512.0f));
+  const float inverse = 1.0f / scale;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+    q[c] = __nv_fp8_e4m3(fminf(fmaxf(y[c] * inverse, -448.0f), 448.0f));
+  if (threadIdx.x == 0) *scale_out = scale;
+}
+
+}  // namespace seam::kernels::cuda::device

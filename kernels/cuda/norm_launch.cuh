@@ -1,0 +1,75 @@
+// Host-side launch plumbing shared by the CUDA norm launchers: checks, dtype dispatch to the
+// device I/O types, RowArgs from tensors, and the launch shape (one block per row, the row's FP32
+// sum in dynamic shared memory).
+#pragma once
+
+#include <algorithm>
+#include <string>
+
+#include "kernels/cuda/norm_device.cuh"
+#include "kernels/norm/rms_norm.h"
+#include "layouts/errors.h"
+#include "layouts/tensor.h"
+
+namespace seam::kernels::cuda::launch {
+
+inline void require_device(const Tensor& t, const Tensor& like, const char* what) {
+  if (!t.device.is_cuda()) throw ValueError(std::string("CUDA norm kernel: ") + what + " is not in CUDA memory");
+  if (t.rows != like.rows || t.cols != like.cols) throw ValueError(std::string("CUDA norm kernel: ") + what + " has another shape");
+}
+
+/// Calls f(Io{}) with the device I/O type of an activation dtype.
+template <class F>
+decltype(auto) dispatch(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::f32: return f(device::F32Io{});
+    case DType::bf16: return f(device::Bf16Io{});
+    case DType::f16: return f(device::F16Io{});
+    default: break;
+  }
+  throw TypeError("CUDA norm kernels take float32, bfloat16 or float16 activations");
+}
+
+inline int weight_code(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return 0;
+    case DType::bf16: return 1;
+    case DType::f16: return 2;
+    default: throw TypeError("a norm weight is float32, bfloat16 or float16");
+  }
+}
+
+/// RowArgs with one summand (x) or none yet (the caller fills summands), residual and extra.
+template <class Io>
+device::RowArgs<Io> row_args(const Tensor& first, const Tensor* residual, const Tensor* extra, const RmsNormSpec& norm) {
+  using T = typename Io::T;
+  device::RowArgs<Io> a{};
+  a.summands[0] = static_cast<const T*>(first.data);
+  a.k = 1;
+  a.residual = residual ? static_cast<T*>(residual->data) : nullptr;
+  a.extra = extra ? static_cast<const T*>(extra->data) : nullptr;
+  a.weight = norm.weight;
+  a.weight_dtype = weight_code(norm.weight_dtype);
+  a.gemma = norm.form == NormWeight::gemma;
+  a.eps = norm.eps;
+  a.cols = first.cols;
+  a.stride = first.row_stride;
+  a.residual_stride = residual ? residual->row_stride : 0;
+  a.extra_stride = extra ? extra->row_stride : 0;
+  return a;
+}
+
+/// Threads per block: the row's columns in warps, at most 1024.
+inline int threads_for(int64_t cols) {
+  return static_cast<int>(std::clamp<int64_t>((cols + 31) / 32 * 32, 32, 1024));
+}
+
+/// Dynamic shared memory for one row's FP32 sum; raises the kernel's limit above the 48 KiB default.
+template <class Kernel>
+cudaError_t reserve_row_memory(Kernel kernel, int64_t cols, size_t* bytes) {
+  *bytes = static_cast<size_t>(cols) * sizeof(float);
+  if (*bytes <= 48 * 1024) return cudaSuccess;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(*bytes));
+}
+
+}  // namespace seam::kernels::cuda::launch
