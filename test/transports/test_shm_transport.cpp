@@ -1,0 +1,214 @@
+// The shared-memory transport on threads (framing, matching, streaming, errors) and on forked
+// processes (a dead peer fails pending requests, naming it).
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "layouts/errors.h"
+#include "runtime/bootstrap/bootstrap.h"
+#include "thread_exchange.h"
+#include "transports/shm/shm_transport.h"
+
+using namespace seam;
+using transport::RequestPtr;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+void wait_all(transport::Transport& t, const std::vector<RequestPtr>& reqs, int seconds = 30) {
+  auto deadline = Clock::now() + std::chrono::seconds(seconds);
+  auto done = [&] {
+    for (auto& r : reqs)
+      if (!r->finished()) return false;
+    return true;
+  };
+  while (!done()) {
+    if (!t.progress()) t.wait_for_activity(std::chrono::microseconds(1000));
+    REQUIRE(Clock::now() < deadline);
+  }
+}
+
+/// Runs body(rank, transport) on n threads, each with its own ShmTransport.
+template <class F>
+void on_threads(int n, size_t ring_bytes, F body) {
+  test::ThreadExchangeHub hub(n);
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        test::ThreadExchange ex(hub, r);
+        std::vector<int> local(static_cast<size_t>(n));
+        std::iota(local.begin(), local.end(), 0);
+        auto t = shm::ShmTransport::create(ex, local, ring_bytes, std::chrono::milliseconds(10000));
+        body(r, *t);
+        ex.all_gather("done");  // keep the segment mapped until everyone finished
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) CHECK_MESSAGE(errors[static_cast<size_t>(r)].empty(), "rank ", r, ": ", errors[static_cast<size_t>(r)]);
+}
+
+std::vector<uint8_t> pattern(size_t n, int salt) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 31 + salt * 7 + (i >> 9));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("shm: every size from 0 bytes to several rings, both directions at once") {
+  const std::vector<size_t> sizes = {0, 1, 15, 16, 17, 47, 48, 49, 63, 64, 65, 4095, 4096, 32 * 1024,
+                                     32 * 1024 + 1, 100000, 3 * 65536 + 5, 1 << 20};
+  on_threads(2, 64 * 1024, [&](int rank, transport::Transport& t) {
+    const int peer = 1 - rank;
+    for (size_t s : sizes) {
+      auto out = pattern(s, rank);
+      std::vector<uint8_t> in(s + 3, 0xcc);
+      auto rr = t.irecv(peer, s, in.data(), in.size());
+      auto sr = t.isend(peer, s, out.data(), s);
+      wait_all(t, {rr, sr});
+      REQUIRE(rr->done());
+      REQUIRE(sr->done());
+      CHECK(rr->received_bytes() == s);
+      CHECK(std::equal(in.begin(), in.begin() + static_cast<long>(s), pattern(s, peer).begin()));
+      CHECK(in[s] == 0xcc);
+    }
+  });
+}
+
+TEST_CASE("shm: tags match out of order; same tag keeps order; unexpected then posted") {
+  on_threads(3, 4096, [&](int rank, transport::Transport& t) {
+    const int K = 20;
+    std::vector<RequestPtr> reqs;
+    std::vector<std::vector<int>> out, in;
+    out.reserve(64);
+    in.reserve(64);
+    for (int p = 0; p < 3; ++p) {
+      if (p == rank) continue;
+      for (int k = K - 1; k >= 0; --k) {  // descending tags, sizes that exceed the 4 KiB ring
+        out.emplace_back(static_cast<size_t>(k * 50 + 1), rank * 1000 + k);
+        reqs.push_back(t.isend(p, static_cast<uint64_t>(k % 5), out.back().data(), out.back().size() * sizeof(int)));
+      }
+    }
+    for (int p = 0; p < 3; ++p) {
+      if (p == rank) continue;
+      // tags 0..4, each tag's messages in send order (k descending within a tag)
+      for (int tag = 0; tag < 5; ++tag)
+        for (int k = K - 1; k >= 0; --k) {
+          if (k % 5 != tag) continue;
+          in.emplace_back(static_cast<size_t>(k * 50 + 1), -1);
+          reqs.push_back(t.irecv(p, static_cast<uint64_t>(tag), in.back().data(), in.back().size() * sizeof(int)));
+        }
+    }
+    wait_all(t, reqs);
+    for (auto& r : reqs) REQUIRE(r->done());
+    size_t idx = 0;
+    for (int p = 0; p < 3; ++p) {
+      if (p == rank) continue;
+      for (int tag = 0; tag < 5; ++tag)
+        for (int k = K - 1; k >= 0; --k) {
+          if (k % 5 != tag) continue;
+          for (int v : in[idx]) REQUIRE(v == p * 1000 + k);
+          ++idx;
+        }
+    }
+  });
+}
+
+TEST_CASE("shm: a receive smaller than the message fails naming both sizes; the stream goes on") {
+  on_threads(2, 4096, [&](int rank, transport::Transport& t) {
+    std::vector<char> big(10000, 'x'), small(100);
+    int after = 0, got = 0;
+    if (rank == 0) {
+      wait_all(t, {t.isend(1, 1, big.data(), big.size()), t.isend(1, 2, &after, sizeof(after))});
+    } else {
+      auto r = t.irecv(0, 1, small.data(), small.size());
+      auto r2 = t.irecv(0, 2, &got, sizeof(got));
+      wait_all(t, {r, r2});
+      REQUIRE(r->failed());
+      CHECK(r->error().find("10000-byte message") != std::string::npos);
+      CHECK(r->error().find("100-byte receive") != std::string::npos);
+      CHECK(r2->done());
+    }
+  });
+}
+
+TEST_CASE("shm: send to self, and many small messages in flight") {
+  on_threads(2, 4096, [&](int rank, transport::Transport& t) {
+    int a = 42, b = 0;
+    wait_all(t, {t.isend(rank, 9, &a, 4), t.irecv(rank, 9, &b, 4)});
+    CHECK(b == 42);
+    std::vector<uint32_t> out(2000), in(2000, 0);
+    std::iota(out.begin(), out.end(), 0u);
+    std::vector<RequestPtr> reqs;
+    for (size_t i = 0; i < out.size(); ++i) reqs.push_back(t.isend(1 - rank, 5, &out[i], 4));
+    for (size_t i = 0; i < in.size(); ++i) reqs.push_back(t.irecv(1 - rank, 5, &in[i], 4));
+    wait_all(t, reqs);
+    CHECK(in == out);
+  });
+}
+
+TEST_CASE("shm: map_shared gives every member one segment") {
+  on_threads(3, 4096, [&](int rank, transport::Transport& t) {
+    auto& shm = static_cast<shm::ShmTransport&>(t);
+    std::vector<int> members = {2, 0, 1};
+    auto seg = shm.map_shared(members, 4096, 7);
+    auto* words = static_cast<std::atomic<int>*>(seg->data());
+    words[rank].store(rank + 100);
+    shm.notify((rank + 1) % 3);
+    // everyone wrote: spin until all three are visible
+    auto deadline = Clock::now() + std::chrono::seconds(10);
+    for (int r = 0; r < 3; ++r)
+      while (words[r].load() != r + 100) REQUIRE(Clock::now() < deadline);
+  });
+}
+
+TEST_CASE("shm: a dead peer fails pending requests naming its rank and pid, within milliseconds") {
+  // Two processes bootstrapped through the TCP store.
+  const std::string addr = "127.0.0.1:" + std::to_string(21000 + getpid() % 20000);
+  pid_t child = fork();
+  if (child == 0) {
+    try {
+      auto bs = bootstrap::create_store({addr, 1, 2, "tok", std::chrono::milliseconds(10000)});
+      auto t = shm::ShmTransport::create(*bs, {0, 1}, 4096, std::chrono::milliseconds(10000));
+      int x = 5;
+      auto r = t->isend(0, 1, &x, 4);  // delivered before we die
+      bs->barrier();
+      bs->finish();
+    } catch (...) {
+      _exit(2);
+    }
+    _exit(0);  // dies without a word
+  }
+  auto bs = bootstrap::create_store({addr, 0, 2, "tok", std::chrono::milliseconds(10000)});
+  auto t = shm::ShmTransport::create(*bs, {0, 1}, 4096, std::chrono::milliseconds(10000));
+  bs->barrier();
+  bs->finish();
+  int got = 0, never = 0;
+  auto first = t->irecv(1, 1, &got, 4);
+  auto second = t->irecv(1, 2, &never, 4);
+  auto start = Clock::now();
+  wait_all(*t, {first, second});
+  int st = 0;
+  waitpid(child, &st, 0);
+  CHECK(first->done());
+  CHECK(got == 5);
+  REQUIRE(second->failed());
+  CHECK(second->error().find("rank 1") != std::string::npos);
+  CHECK(second->error().find("pid " + std::to_string(child)) != std::string::npos);
+  CHECK(second->peer() == 1);
+  CHECK(Clock::now() - start < std::chrono::seconds(2));
+  CHECK_FALSE(t->peer_alive(1));
+  // New requests to it fail at once.
+  CHECK(t->isend(1, 3, &got, 4)->failed());
+}
