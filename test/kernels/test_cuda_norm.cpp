@@ -113,8 +113,8 @@ TEST_CASE("CUDA one-shot all-reduce + add + RMSNorm equals the host's fused redu
       for (int r = 0; r < world; ++r) {
         partials.emplace_back(io, rows, cols);
         partials.back().fill_random(rng);
-        partial_views.push_back(partials.back().view);
       }
+      for (const HostTensor& p : partials) partial_views.push_back(p.view);  // after the vector stops growing
       HostTensor residual(io, rows, cols), weight(io, 1, cols), want_out(io, rows, cols);
       residual.fill_random(rng, -3.0f, 3.0f);
       weight.fill_random(rng);
