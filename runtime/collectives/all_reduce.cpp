@@ -59,6 +59,7 @@ comm::Task all_reduce(Group& g, const void* send, void* recv, size_t count, DTyp
   Algorithm a = select_algorithm(Collective::all_reduce, g, count * dtype_size(dtype), count, dtype);
   auto in = static_cast<const char*>(send);
   auto out = static_cast<char*>(recv);
+  if (a == Algorithm::shm) return shm_all_reduce(g, in, out, count, dtype, op);
   if (a == Algorithm::direct) return direct_all_reduce(g, in, out, count, dtype, op);
   return ring_all_reduce(g, in, out, count, dtype, op);
 }

@@ -100,6 +100,9 @@ comm::Task reduce_scatter_blocks(Group& g, Collective collective, const void* se
   Algorithm a = select_algorithm(collective, g, total * dtype_size(dtype), total, dtype);
   auto in = static_cast<const char*>(send);
   auto out = static_cast<char*>(recv);
+  if (a == Algorithm::shm)
+    return shm_reduce_scatter(g, collective_name(collective), in, out, std::move(counts), dtype,
+                              op);
   if (a == Algorithm::direct)
     return direct_reduce_scatter(g, collective_name(collective), in, out, std::move(counts),
                                  dtype, op, 0);

@@ -32,4 +32,12 @@ comm::Task direct_all_gather(Group& g, std::string_view collective, const char* 
 comm::Task ring_all_gather(Group& g, std::string_view collective, const char* send, char* recv,
                            std::vector<size_t> counts, DType dtype, uint32_t step);
 
+/// Straight out of shared memory (shm_schedules.cpp; the group must be shm_capable()).
+comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, DType dtype,
+                          ReduceOp op);
+comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char* send, char* out,
+                              std::vector<size_t> counts, DType dtype, ReduceOp op);
+comm::Task shm_all_gather(Group& g, std::string_view collective, const char* send, char* recv,
+                          std::vector<size_t> counts, DType dtype);
+
 }  // namespace seam::collectives

@@ -15,6 +15,12 @@ Algorithm by_size(size_t bytes) {
   return bytes <= small ? Algorithm::direct : Algorithm::ring;
 }
 
+bool has_shm_schedule(Collective c) {
+  return c == Collective::all_reduce || c == Collective::reduce_scatter ||
+         c == Collective::reduce_scatterv || c == Collective::all_gather ||
+         c == Collective::all_gatherv;
+}
+
 }  // namespace
 
 std::string_view collective_name(Collective c) {
@@ -35,15 +41,19 @@ std::string_view algorithm_name(Algorithm a) {
   switch (a) {
     case Algorithm::direct: return "direct";
     case Algorithm::ring: return "ring";
+    case Algorithm::shm: return "shm";
   }
   return "?";
 }
 
 Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_view transport) {
-  Algorithm chosen = by_size(bytes);
   const std::string& forced = Config::get().algorithm;
+  // Through shared memory whenever every rank is local: it beats messages at every size.
+  const bool shm = ranks > 1 && transport == "shm" && has_shm_schedule(c);
+  Algorithm chosen = shm && forced.empty() ? Algorithm::shm : by_size(bytes);
   if (forced == "direct") chosen = Algorithm::direct;
   if (forced == "ring") chosen = Algorithm::ring;
+  if (forced == "shm" && shm) chosen = Algorithm::shm;
   // scatterv and barrier have one schedule each.
   if (c == Collective::scatterv || c == Collective::barrier) chosen = Algorithm::direct;
   return chosen;

@@ -17,7 +17,8 @@ enum class Collective {
 
 /// direct: every rank exchanges with every other in one round (latency; n-1 messages a rank).
 /// ring: chunked, pipelined ring (bandwidth; 2 neighbours).
-enum class Algorithm { direct, ring };
+/// shm: straight out of a region every local rank maps (all ranks on the shm transport).
+enum class Algorithm { direct, ring, shm };
 
 std::string_view collective_name(Collective c);
 std::string_view algorithm_name(Algorithm a);

@@ -1,0 +1,169 @@
+#include "runtime/collectives/shm_region.h"
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "layouts/config.h"
+#include "layouts/errors.h"
+#include "runtime/collectives/receive.h"
+
+namespace seam::collectives {
+namespace {
+
+// Two slots of this size per rank stay in a core's L2 while the peers read them.
+constexpr size_t kDefaultSlotBytes = 256 * 1024;
+constexpr size_t kFlagsBytes = 64;
+// Messages of the set-up handshake use steps no schedule reaches.
+constexpr uint32_t kSetupStep = 0xFFF00;
+constexpr size_t kNameBytes = 128;
+
+struct RegionCache {
+  std::mutex mutex;
+  std::map<std::vector<int>, std::shared_ptr<ShmRegion>> regions;
+};
+
+RegionCache& cache() {
+  static RegionCache c;
+  return c;
+}
+
+std::vector<int> members_of(const Group& g) {
+  std::vector<int> m(g.size());
+  for (int r = 0; r < g.size(); ++r) m[r] = g.world_rank(r);
+  return m;
+}
+
+size_t region_bytes(int ranks, size_t slot_bytes) {
+  return ranks * kFlagsBytes + 2 * static_cast<size_t>(ranks) * slot_bytes;
+}
+
+/// Rank 0 creates the segment and sends its name; the others map it and acknowledge; rank 0
+/// unlinks the name once all have it, so nothing is left behind if a rank dies later.
+comm::Task set_up(Group& g, ShmRegion& region) {
+  const int n = g.size();
+  const size_t slot_bytes = shm_slot_bytes();
+  const size_t bytes = region_bytes(n, slot_bytes);
+  char name[kNameBytes] = {};
+  char ack = 1;
+  std::vector<char> acks_received(n);
+  std::unique_ptr<shm::SharedSegment> segment;
+  if (g.rank() == 0) {
+    segment = shm::SharedSegment::create(shm::unique_segment_name("coll"), bytes);
+    std::strncpy(name, segment->name().c_str(), kNameBytes - 1);
+    std::vector<transport::RequestPtr> sends;
+    std::vector<ExpectedReceive> acks;
+    for (int p = 1; p < n; ++p) {
+      sends.push_back(g.isend(p, kSetupStep, name, kNameBytes));
+      acks.push_back(post_receive(g, p, kSetupStep, &acks_received[p], 1));
+    }
+    co_await comm::all_of(std::move(sends));
+    co_await received("shared-memory set-up", std::move(acks));
+    segment->unlink();
+  } else {
+    co_await received("shared-memory set-up", post_receive(g, 0, kSetupStep, name, kNameBytes));
+    segment = shm::SharedSegment::open(name, bytes);
+    std::vector<transport::RequestPtr> send{g.isend(0, kSetupStep, &ack, 1)};
+    co_await comm::all_of(std::move(send));
+  }
+  region.attach(std::move(segment), slot_bytes);
+}
+
+}  // namespace
+
+void ShmRegion::attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_bytes) {
+  segment_ = std::move(segment);
+  slot_bytes_ = slot_bytes;
+}
+
+ShmRegion::Flags* ShmRegion::flags(int rank) const {
+  return reinterpret_cast<Flags*>(static_cast<char*>(segment_->data()) + rank * kFlagsBytes);
+}
+
+char* ShmRegion::slot(int rank, uint64_t round) const {
+  char* slots = static_cast<char*>(segment_->data()) + ranks_ * kFlagsBytes;
+  return slots + (static_cast<size_t>(rank) * 2 + round % 2) * slot_bytes_;
+}
+
+void ShmRegion::publish(int rank, uint64_t round, CallSignature signature) {
+  flags(rank)->signature[round % 2].store(signature.word, std::memory_order_relaxed);
+  flags(rank)->round.store(round, std::memory_order_release);
+}
+
+bool ShmRegion::published(int rank, uint64_t round) const {
+  return flags(rank)->round.load(std::memory_order_acquire) >= round;
+}
+
+CallSignature ShmRegion::signature_of(int rank, uint64_t round) const {
+  return {flags(rank)->signature[round % 2].load(std::memory_order_relaxed)};
+}
+
+size_t shm_slot_bytes() {
+  return Config::get().chunk_bytes ? Config::get().chunk_bytes : kDefaultSlotBytes;
+}
+
+bool shm_capable(const Group& g) { return g.size() > 1 && g.transport_name() == "shm"; }
+
+comm::Task acquire_region(Group& g, RegionLease& lease) {
+  lease.members_ = members_of(g);
+  bool first = false;
+  {
+    std::lock_guard lock(cache().mutex);
+    auto& entry = cache().regions[lease.members_];
+    if (!entry) {
+      entry = std::make_shared<ShmRegion>(g.size());
+      first = true;
+    }
+    lease.region_ = entry;
+  }
+  ShmRegion* region = lease.region_.get();
+  if (!first) co_await comm::until([region] { return region->ready() && !region->busy; });
+  region->busy = true;
+  if (first) {
+    comm::Task setup = set_up(g, *region);
+    co_await comm::run(setup);
+  }
+}
+
+RegionLease::~RegionLease() {
+  if (!region_) return;
+  region_->busy = false;
+  if (finished_) return;
+  std::lock_guard lock(cache().mutex);
+  auto it = cache().regions.find(members_);
+  if (it != cache().regions.end() && it->second == region_) cache().regions.erase(it);
+}
+
+bool PublishedAwaiter::ready() {
+  for (int p = 0; p < region->ranks(); ++p)
+    if (!region->published(p, round)) return false;
+  return true;
+}
+
+int PublishedAwaiter::blocking_peer() const {
+  for (int p = 0; p < region->ranks(); ++p)
+    if (!region->published(p, round)) return g->world_rank(p);
+  return -1;
+}
+
+void PublishedAwaiter::await_resume() {
+  for (int p = 0; p < region->ranks(); ++p)
+    if (!(region->signature_of(p, round) == signature))
+      throw MismatchError(std::string(collective) + ": rank " + std::to_string(g->world_rank(p)) +
+                          " called with other arguments (count, dtype or op) than rank " +
+                          std::to_string(g->world_rank(g->rank())));
+}
+
+PublishedAwaiter peers_published(const Group& g, const ShmRegion& region, uint64_t round,
+                                 CallSignature signature, std::string_view collective) {
+  PublishedAwaiter a;
+  a.g = &g;
+  a.region = &region;
+  a.round = round;
+  a.signature = signature;
+  a.collective = collective;
+  return a;
+}
+
+}  // namespace seam::collectives

@@ -1,0 +1,115 @@
+// A shared-memory region for the reductions that run straight out of shared memory: every
+// local rank of a group maps one segment holding, per rank, two slots (alternating rounds) and
+// a cache line of flags. A round is: each rank copies its contribution into its slot, publishes
+// the round number, waits until every peer published it, then reads the peers' slots directly.
+//
+// The Group interface has no handle to the shm transport, so regions are kept per set of
+// members (their world ranks) in this process and set up, on first use, by a handshake over the
+// group's own messages. Operations on one region run one at a time per process, in issue order
+// (the same order on every rank, as collective calls are).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/collectives/group.h"
+#include "runtime/comm/task.h"
+#include "transports/shm/shm_segment.h"
+
+namespace seam::collectives {
+
+/// What a rank publishes with each round, so peers can check they run the same call.
+struct CallSignature {
+  uint64_t word = 0;  ///< collective, dtype, op and count packed
+  bool operator==(const CallSignature&) const = default;
+};
+
+class ShmRegion {
+ public:
+  explicit ShmRegion(int ranks) : ranks_(ranks) {}
+  /// Gives the region its mapped segment (end of the set-up handshake).
+  void attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_bytes);
+  bool ready() const { return segment_ != nullptr; }
+  int ranks() const { return ranks_; }
+  size_t slot_bytes() const { return slot_bytes_; }
+  /// Rank r's slot for `round` (rounds alternate between two slots per rank).
+  char* slot(int rank, uint64_t round) const;
+  /// Publishes that this rank's slot for `round` is filled, with its call's signature.
+  void publish(int rank, uint64_t round, CallSignature signature);
+  /// Whether rank r has published `round` (or a later one).
+  bool published(int rank, uint64_t round) const;
+  /// The signature rank r published with `round` (valid while this rank is in that round: a
+  /// peer is at most one round ahead, so the other parity's entry is the one it overwrites).
+  CallSignature signature_of(int rank, uint64_t round) const;
+
+  /// Rounds are numbered across operations; each operation takes the next ones.
+  uint64_t take_rounds(uint64_t count) {
+    uint64_t first = next_round_;
+    next_round_ += count;
+    return first;
+  }
+  /// One operation at a time (per process) uses the region.
+  bool busy = false;
+
+ private:
+  struct alignas(64) Flags {
+    std::atomic<uint64_t> round;  // last round whose slot is filled
+    std::atomic<uint64_t> signature[2];  // per round parity
+  };
+  Flags* flags(int rank) const;
+  std::unique_ptr<shm::SharedSegment> segment_;
+  int ranks_;
+  size_t slot_bytes_ = 0;
+  uint64_t next_round_ = 1;
+};
+
+/// Bytes of one slot: SEAM_CHUNK_BYTES, or a built-in size that keeps a round in L2.
+size_t shm_slot_bytes();
+
+/// Whether the group's collectives can run through a shared region: more than one rank, all
+/// reached through the shared-memory transport.
+bool shm_capable(const Group& g);
+
+/// One operation's exclusive use of a region. An operation that ends without finish() (it
+/// failed: the ranks' round numbers may now disagree) drops the region, so the next call sets
+/// up a fresh one.
+class RegionLease {
+ public:
+  RegionLease() = default;
+  RegionLease(const RegionLease&) = delete;
+  RegionLease& operator=(const RegionLease&) = delete;
+  ~RegionLease();
+  ShmRegion* operator->() const { return region_.get(); }
+  ShmRegion& operator*() const { return *region_; }
+  void finish() { finished_ = true; }
+
+ private:
+  friend comm::Task acquire_region(Group& g, RegionLease& lease);
+  std::shared_ptr<ShmRegion> region_;
+  std::vector<int> members_;
+  bool finished_ = false;
+};
+
+/// Takes the group's region for one operation, waiting while another operation of this
+/// process uses it; sets it up first if this process has none for these members (collective:
+/// the handshake runs over the group's messages).
+comm::Task acquire_region(Group& g, RegionLease& lease);
+
+/// `co_await peers_published(g, region, round, signature, "all_reduce")`: resumes once every
+/// rank published `round`; then throws MismatchError if a peer's call differs.
+struct PublishedAwaiter : comm::detail::AwaiterBase<PublishedAwaiter> {
+  const Group* g;
+  const ShmRegion* region;
+  uint64_t round;
+  CallSignature signature;
+  std::string_view collective;
+  bool ready() override;
+  int blocking_peer() const override;
+  void await_resume();
+};
+PublishedAwaiter peers_published(const Group& g, const ShmRegion& region, uint64_t round,
+                                 CallSignature signature, std::string_view collective);
+
+}  // namespace seam::collectives

@@ -1,0 +1,178 @@
+// Reductions and gathers straight out of shared memory (see shm_region.h). Every rank copies
+// its contribution for a round into its slot, publishes the round, and once every peer has,
+// reads the peers' slots directly: a reduction folds all ranks' pieces in rank order in one
+// pass (one rounding for half types, the same bits on every rank), a gather copies them into
+// place. Rounds are sized to the slot (SEAM_CHUNK_BYTES), so a round's data stays in cache
+// between the copy-in and the reads.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/reduce/reduce.h"
+#include "runtime/collectives/receive.h"
+#include "runtime/collectives/blocks.h"
+#include "runtime/collectives/schedules.h"
+#include "runtime/collectives/selection.h"
+#include "runtime/collectives/shm_region.h"
+
+namespace seam::collectives {
+namespace {
+
+CallSignature signature_of(Collective c, DType dtype, ReduceOp op, size_t total) {
+  return {(static_cast<uint64_t>(c) << 60) | (static_cast<uint64_t>(dtype) << 56) |
+          (static_cast<uint64_t>(op) << 54) | (total & ((uint64_t{1} << 54) - 1))};
+}
+
+size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+/// Block j is cut into `rounds` pieces of `piece[j]` elements (the last ones shorter or empty).
+struct Pieces {
+  std::vector<size_t> piece;
+  size_t length(size_t count, size_t j, uint64_t k) const {
+    size_t begin = k * piece[j];
+    return begin >= count ? 0 : std::min(piece[j], count - begin);
+  }
+};
+
+Pieces cut(const std::vector<size_t>& counts, uint64_t rounds) {
+  Pieces p;
+  for (size_t c : counts) p.piece.push_back(rounds ? ceil_div(c, rounds) : 0);
+  return p;
+}
+
+// The communicator's driver spins only while its transport moves, then sleeps until a message
+// arrives (or 1 ms passes); flags in the region move no transport. So in operations of several
+// rounds each rank also rings every peer with a one-byte message per round: a peer that went to
+// sleep wakes at once and, seeing traffic, keeps spinning through the next rounds.
+constexpr uint32_t kDoorbellStep = 0xFFF01;
+
+class Doorbells {
+ public:
+  Doorbells(Group& g, uint64_t rounds) : g_(g), active_(rounds > 1) {}
+  /// This rank's round is published: tell the peers, and expect their word for the same round.
+  void ring() {
+    if (!active_) return;
+    for (int p = 0; p < g_.size(); ++p) {
+      if (p == g_.rank()) continue;
+      sends_.push_back(g_.isend(p, kDoorbellStep, &token_, 1));
+      receives_.push_back(post_receive(g_, p, kDoorbellStep, &incoming_, 1));
+    }
+  }
+  /// Awaits the last rings (they are on their way once the peers published).
+  comm::Task drain() {
+    co_await received("shared-memory doorbell", std::move(receives_));
+    co_await comm::all_of(std::move(sends_));
+  }
+
+ private:
+  Group& g_;
+  bool active_;
+  char token_ = 0, incoming_ = 0;
+  std::vector<transport::RequestPtr> sends_;
+  std::vector<ExpectedReceive> receives_;
+};
+
+}  // namespace
+
+comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, DType dtype,
+                          ReduceOp op) {
+  RegionLease region;
+  comm::Task acquire = acquire_region(g, region);
+  co_await comm::run(acquire);
+  const int n = g.size(), me = g.rank();
+  const size_t es = dtype_size(dtype);
+  const size_t per_round = region->slot_bytes() / es;
+  const uint64_t rounds = ceil_div(count, per_round);
+  const uint64_t first = region->take_rounds(rounds);
+  Doorbells doorbells(g, rounds);
+  const CallSignature signature = signature_of(Collective::all_reduce, dtype, op, count);
+  std::vector<const void*> sources(n);
+  for (uint64_t k = 0; k < rounds; ++k) {
+    const uint64_t round = first + k;
+    const size_t begin = k * per_round, length = std::min(per_round, count - begin);
+    std::memcpy(region->slot(me, round), send + begin * es, length * es);
+    region->publish(me, round, signature);
+    doorbells.ring();
+    co_await peers_published(g, *region, round, signature, "all_reduce");
+    for (int p = 0; p < n; ++p) sources[p] = p == me ? send + begin * es : region->slot(p, round);
+    kernels::reduce(recv + begin * es, sources, length, dtype, op);
+  }
+  comm::Task drain = doorbells.drain();
+  co_await comm::run(drain);
+  region.finish();
+}
+
+comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char* send, char* out,
+                              std::vector<size_t> counts, DType dtype, ReduceOp op) {
+  RegionLease region;
+  comm::Task acquire = acquire_region(g, region);
+  co_await comm::run(acquire);
+  const int n = g.size(), me = g.rank();
+  const size_t es = dtype_size(dtype);
+  const auto off = block_offsets(counts);
+  const size_t total = off.back();
+  // Each round a rank's slot holds a piece of every block but its own; pieces round up, so
+  // leave room for one extra element per block.
+  const uint64_t rounds = total ? ceil_div(total, region->slot_bytes() / es - n) : 0;
+  const Pieces pieces = cut(counts, rounds);
+  std::vector<size_t> at(n, 0);  // where block j's piece sits in a slot, in elements
+  for (int j = 1; j < n; ++j) at[j] = at[j - 1] + pieces.piece[j - 1];
+  const uint64_t first = region->take_rounds(rounds);
+  Doorbells doorbells(g, rounds);
+  const CallSignature signature =
+      signature_of(Collective::reduce_scatterv, dtype, op, total);
+  std::vector<const void*> sources(n);
+  for (uint64_t k = 0; k < rounds; ++k) {
+    const uint64_t round = first + k;
+    char* mine = region->slot(me, round);
+    for (int j = 0; j < n; ++j)
+      if (j != me)
+        std::memcpy(mine + at[j] * es, send + (off[j] + k * pieces.piece[j]) * es,
+                    pieces.length(counts[j], j, k) * es);
+    region->publish(me, round, signature);
+    doorbells.ring();
+    co_await peers_published(g, *region, round, signature, collective);
+    const size_t begin = k * pieces.piece[me];
+    for (int p = 0; p < n; ++p)
+      sources[p] = p == me ? send + (off[me] + begin) * es : region->slot(p, round) + at[me] * es;
+    kernels::reduce(out + begin * es, sources, pieces.length(counts[me], me, k), dtype, op);
+  }
+  comm::Task drain = doorbells.drain();
+  co_await comm::run(drain);
+  region.finish();
+}
+
+comm::Task shm_all_gather(Group& g, std::string_view collective, const char* send, char* recv,
+                          std::vector<size_t> counts, DType dtype) {
+  RegionLease region;
+  comm::Task acquire = acquire_region(g, region);
+  co_await comm::run(acquire);
+  const int n = g.size(), me = g.rank();
+  const size_t es = dtype_size(dtype);
+  const auto off = block_offsets(counts);
+  const size_t largest = *std::max_element(counts.begin(), counts.end());
+  const uint64_t rounds = ceil_div(largest, region->slot_bytes() / es);
+  const Pieces pieces = cut(counts, rounds);
+  const uint64_t first = region->take_rounds(rounds);
+  Doorbells doorbells(g, rounds);
+  const CallSignature signature =
+      signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, off.back());
+  char* own = recv + off[me] * es;
+  if (own != send && counts[me]) std::memcpy(own, send, counts[me] * es);
+  for (uint64_t k = 0; k < rounds; ++k) {
+    const uint64_t round = first + k;
+    std::memcpy(region->slot(me, round), send + k * pieces.piece[me] * es,
+                pieces.length(counts[me], me, k) * es);
+    region->publish(me, round, signature);
+    doorbells.ring();
+    co_await peers_published(g, *region, round, signature, collective);
+    for (int p = 0; p < n; ++p)
+      if (p != me)
+        std::memcpy(recv + (off[p] + k * pieces.piece[p]) * es, region->slot(p, round),
+                    pieces.length(counts[p], p, k) * es);
+  }
+  comm::Task drain = doorbells.drain();
+  co_await comm::run(drain);
+  region.finish();
+}
+
+}  // namespace seam::collectives

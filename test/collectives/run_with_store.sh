@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs N copies of a program as plain processes (no mpirun) that bootstrap through Seam's TCP
+# store: rank 0 serves SEAM_STORE_ADDR on a random local port; every rank gets SEAM_RANK,
+# SEAM_WORLD_SIZE and the job's SEAM_JOB_TOKEN. Exits non-zero if any rank does.
+# Usage: run_with_store.sh N program [args...]
+set -u
+n=$1
+shift
+port=$((20000 + RANDOM % 40000))
+export SEAM_STORE_ADDR=127.0.0.1:$port SEAM_WORLD_SIZE=$n
+export SEAM_JOB_TOKEN=job-$$-$RANDOM
+pids=()
+for ((r = 0; r < n; r++)); do
+  SEAM_RANK=$r "$@" &
+  pids+=($!)
+done
+status=0
+for pid in "${pids[@]}"; do
+  wait "$pid" || status=1
+done
+exit $status
