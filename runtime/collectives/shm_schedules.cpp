@@ -40,17 +40,17 @@ Pieces cut(const std::vector<size_t>& counts, uint64_t rounds) {
 }
 
 // The communicator's driver spins only while its transport moves, then sleeps until a message
-// arrives (or 1 ms passes); flags in the region move no transport. So in operations of several
-// rounds each rank also rings every peer with a one-byte message per round: a peer that went to
-// sleep wakes at once and, seeing traffic, keeps spinning through the next rounds.
+// arrives (or 1 ms passes); flags in the region move no transport. So each rank also rings
+// every peer with a one-byte message per round: a peer that went to sleep (its core taken by
+// another rank on an oversubscribed host) wakes at once and, seeing traffic, keeps spinning
+// through the next rounds.
 constexpr uint32_t kDoorbellStep = 0xFFF01;
 
 class Doorbells {
  public:
-  Doorbells(Group& g, uint64_t rounds) : g_(g), active_(rounds > 1) {}
+  explicit Doorbells(Group& g) : g_(g) {}
   /// This rank's round is published: tell the peers, and expect their word for the same round.
   void ring() {
-    if (!active_) return;
     for (int p = 0; p < g_.size(); ++p) {
       if (p == g_.rank()) continue;
       sends_.push_back(g_.isend(p, kDoorbellStep, &token_, 1));
@@ -65,7 +65,6 @@ class Doorbells {
 
  private:
   Group& g_;
-  bool active_;
   char token_ = 0, incoming_ = 0;
   std::vector<transport::RequestPtr> sends_;
   std::vector<ExpectedReceive> receives_;
@@ -83,7 +82,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   const size_t per_round = region->slot_bytes() / es;
   const uint64_t rounds = ceil_div(count, per_round);
   const uint64_t first = region->take_rounds(rounds);
-  Doorbells doorbells(g, rounds);
+  Doorbells doorbells(g);
   const CallSignature signature = signature_of(Collective::all_reduce, dtype, op, count);
   std::vector<const void*> sources(n);
   for (uint64_t k = 0; k < rounds; ++k) {
@@ -117,7 +116,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   std::vector<size_t> at(n, 0);  // where block j's piece sits in a slot, in elements
   for (int j = 1; j < n; ++j) at[j] = at[j - 1] + pieces.piece[j - 1];
   const uint64_t first = region->take_rounds(rounds);
-  Doorbells doorbells(g, rounds);
+  Doorbells doorbells(g);
   const CallSignature signature =
       signature_of(Collective::reduce_scatterv, dtype, op, total);
   std::vector<const void*> sources(n);
@@ -153,7 +152,7 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
   const uint64_t rounds = ceil_div(largest, region->slot_bytes() / es);
   const Pieces pieces = cut(counts, rounds);
   const uint64_t first = region->take_rounds(rounds);
-  Doorbells doorbells(g, rounds);
+  Doorbells doorbells(g);
   const CallSignature signature =
       signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, off.back());
   char* own = recv + off[me] * es;
