@@ -35,8 +35,9 @@ std::vector<int> members_of(const Group& g) {
   return m;
 }
 
+// Per rank: flags, two input slots and two result slots.
 size_t region_bytes(int ranks, size_t slot_bytes) {
-  return ranks * kFlagsBytes + 2 * static_cast<size_t>(ranks) * slot_bytes;
+  return ranks * kFlagsBytes + 4 * static_cast<size_t>(ranks) * slot_bytes;
 }
 
 /// Rank 0 creates the segment and sends its name; the others map it and acknowledge; rank 0
@@ -83,8 +84,10 @@ ShmRegion::Flags* ShmRegion::flags(int rank) const {
 
 char* ShmRegion::slot(int rank, uint64_t round) const {
   char* slots = static_cast<char*>(segment_->data()) + ranks_ * kFlagsBytes;
-  return slots + (static_cast<size_t>(rank) * 2 + round % 2) * slot_bytes_;
+  return slots + (static_cast<size_t>(rank) * 4 + round % 2) * slot_bytes_;
 }
+
+char* ShmRegion::result(int rank, uint64_t round) const { return slot(rank, round) + 2 * slot_bytes_; }
 
 void ShmRegion::publish(int rank, uint64_t round, CallSignature signature) {
   flags(rank)->signature[round % 2].store(signature.word, std::memory_order_relaxed);
@@ -93,6 +96,14 @@ void ShmRegion::publish(int rank, uint64_t round, CallSignature signature) {
 
 bool ShmRegion::published(int rank, uint64_t round) const {
   return flags(rank)->round.load(std::memory_order_acquire) >= round;
+}
+
+void ShmRegion::publish_result(int rank, uint64_t round) {
+  flags(rank)->result_round.store(round, std::memory_order_release);
+}
+
+bool ShmRegion::result_published(int rank, uint64_t round) const {
+  return flags(rank)->result_round.load(std::memory_order_acquire) >= round;
 }
 
 CallSignature ShmRegion::signature_of(int rank, uint64_t round) const {
@@ -135,19 +146,17 @@ RegionLease::~RegionLease() {
   if (it != cache().regions.end() && it->second == region_) cache().regions.erase(it);
 }
 
-bool PublishedAwaiter::ready() {
-  for (int p = 0; p < region->ranks(); ++p)
-    if (!region->published(p, round)) return false;
-  return true;
-}
+bool PublishedAwaiter::ready() { return blocking_peer() == -1; }
 
 int PublishedAwaiter::blocking_peer() const {
   for (int p = 0; p < region->ranks(); ++p)
-    if (!region->published(p, round)) return g->world_rank(p);
+    if (results ? !region->result_published(p, round) : !region->published(p, round))
+      return g->world_rank(p);
   return -1;
 }
 
 void PublishedAwaiter::await_resume() {
+  if (results) return;
   for (int p = 0; p < region->ranks(); ++p)
     if (!(region->signature_of(p, round) == signature))
       throw MismatchError(std::string(collective) + ": rank " + std::to_string(g->world_rank(p)) +
@@ -163,6 +172,12 @@ PublishedAwaiter peers_published(const Group& g, const ShmRegion& region, uint64
   a.round = round;
   a.signature = signature;
   a.collective = collective;
+  return a;
+}
+
+PublishedAwaiter peers_published_results(const Group& g, const ShmRegion& region, uint64_t round) {
+  PublishedAwaiter a = peers_published(g, region, round, {}, "");
+  a.results = true;
   return a;
 }
 

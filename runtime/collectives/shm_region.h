@@ -1,6 +1,6 @@
 // A shared-memory region for the reductions that run straight out of shared memory: every
-// local rank of a group maps one segment holding, per rank, two slots (alternating rounds) and
-// a cache line of flags. A round is: each rank copies its contribution into its slot, publishes
+// local rank of a group maps one segment holding, per rank, two input slots and two result
+// slots (alternating rounds) and a cache line of flags. A round is: each rank copies its contribution into its slot, publishes
 // the round number, waits until every peer published it, then reads the peers' slots directly.
 //
 // The Group interface has no handle to the shm transport, so regions are kept per set of
@@ -34,12 +34,17 @@ class ShmRegion {
   bool ready() const { return segment_ != nullptr; }
   int ranks() const { return ranks_; }
   size_t slot_bytes() const { return slot_bytes_; }
-  /// Rank r's slot for `round` (rounds alternate between two slots per rank).
+  /// Rank r's input slot for `round` (rounds alternate between two slots per rank).
   char* slot(int rank, uint64_t round) const;
+  /// Rank r's result slot for `round`: where a two-phase all-reduce leaves the rank's share.
+  char* result(int rank, uint64_t round) const;
   /// Publishes that this rank's slot for `round` is filled, with its call's signature.
   void publish(int rank, uint64_t round, CallSignature signature);
   /// Whether rank r has published `round` (or a later one).
   bool published(int rank, uint64_t round) const;
+  /// Publishes that this rank's result slot for `round` is filled.
+  void publish_result(int rank, uint64_t round);
+  bool result_published(int rank, uint64_t round) const;
   /// The signature rank r published with `round` (valid while this rank is in that round: a
   /// peer is at most one round ahead, so the other parity's entry is the one it overwrites).
   CallSignature signature_of(int rank, uint64_t round) const;
@@ -57,6 +62,7 @@ class ShmRegion {
   struct alignas(64) Flags {
     std::atomic<uint64_t> round;  // last round whose slot is filled
     std::atomic<uint64_t> signature[2];  // per round parity
+    std::atomic<uint64_t> result_round;  // last round whose result slot is filled
   };
   Flags* flags(int rank) const;
   std::unique_ptr<shm::SharedSegment> segment_;
@@ -99,17 +105,20 @@ comm::Task acquire_region(Group& g, RegionLease& lease);
 
 /// `co_await peers_published(g, region, round, signature, "all_reduce")`: resumes once every
 /// rank published `round`; then throws MismatchError if a peer's call differs.
+/// `co_await peers_published_results(g, region, round)`: once every rank's result is there.
 struct PublishedAwaiter : comm::detail::AwaiterBase<PublishedAwaiter> {
   const Group* g;
   const ShmRegion* region;
   uint64_t round;
   CallSignature signature;
   std::string_view collective;
+  bool results = false;  ///< waits for result slots (no signature check)
   bool ready() override;
   int blocking_peer() const override;
   void await_resume();
 };
 PublishedAwaiter peers_published(const Group& g, const ShmRegion& region, uint64_t round,
                                  CallSignature signature, std::string_view collective);
+PublishedAwaiter peers_published_results(const Group& g, const ShmRegion& region, uint64_t round);
 
 }  // namespace seam::collectives

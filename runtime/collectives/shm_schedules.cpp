@@ -81,6 +81,10 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   const size_t es = dtype_size(dtype);
   const size_t per_round = region->slot_bytes() / es;
   const uint64_t rounds = ceil_div(count, per_round);
+  // From three ranks on, a buffer of several rounds is reduced in shares (each rank folds
+  // 1/n of the round into its result slot, then every rank copies all shares): n times less
+  // reading than every rank folding everything, for one more flag wait per round.
+  const bool in_shares = n >= 3 && rounds > 1;
   const uint64_t first = region->take_rounds(rounds);
   Doorbells doorbells(g);
   const CallSignature signature = signature_of(Collective::all_reduce, dtype, op, count);
@@ -92,8 +96,21 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     region->publish(me, round, signature);
     doorbells.ring();
     co_await peers_published(g, *region, round, signature, "all_reduce");
-    for (int p = 0; p < n; ++p) sources[p] = p == me ? send + begin * es : region->slot(p, round);
-    kernels::reduce(recv + begin * es, sources, length, dtype, op);
+    if (!in_shares) {
+      for (int p = 0; p < n; ++p) sources[p] = p == me ? send + begin * es : region->slot(p, round);
+      kernels::reduce(recv + begin * es, sources, length, dtype, op);
+      continue;
+    }
+    const auto shares = even_blocks(length, n);
+    const auto at = block_offsets(shares);
+    for (int p = 0; p < n; ++p)
+      sources[p] = p == me ? send + (begin + at[me]) * es : region->slot(p, round) + at[me] * es;
+    kernels::reduce(region->result(me, round), sources, shares[me], dtype, op);
+    region->publish_result(me, round);
+    doorbells.ring();
+    co_await peers_published_results(g, *region, round);
+    for (int p = 0; p < n; ++p)
+      std::memcpy(recv + (begin + at[p]) * es, region->result(p, round), shares[p] * es);
   }
   comm::Task drain = doorbells.drain();
   co_await comm::run(drain);
