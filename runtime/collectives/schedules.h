@@ -2,6 +2,11 @@
 // rank). Public entry points select one by size; all_reduce composes the reduce-scatter and
 // all-gather schedules. `collective` names the public call in error messages; `step` keeps the
 // messages of one schedule apart from another's within the same call.
+//
+// In-place calls follow NCCL's conventions (every schedule below handles them): all_reduce has
+// send == recv; reduce_scatter(v) has recv == send + the offset of this rank's block;
+// all_gather(v) has send == recv + the offset of this rank's block; scatterv's root may pass
+// recv == send + the offset of its own block; broadcast is always in place.
 #pragma once
 
 #include <cstdint>
