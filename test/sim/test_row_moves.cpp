@@ -10,13 +10,18 @@
 #include <string>
 #include <vector>
 
+#include "kernels/norm/rms_norm.h"
 #include "layouts/batch_facts.h"
+#include "runtime/boundary/factories.h"
+#include "runtime/boundary/rows/host_fusion.h"
 #include "runtime/boundary/rows/cp_moves.h"
 #include "runtime/boundary/rows/dp_moves.h"
 #include "runtime/boundary/rows/pp_handoff.h"
 #include "runtime/boundary/rows/process_groups.h"
+#include "runtime/boundary/rows/tensor_collectives.h"
 #include "runtime/boundary/rows/tp_moves.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/residual/norm.h"
 
 using namespace seam;
 using namespace seam::boundary::rows;
@@ -192,6 +197,41 @@ void pipeline_handoff(ProcessGroups& g) {
   }
 }
 
+// Seam's host fused all-reduce + add + RMSNorm candidate equals an all-reduce followed by the
+// add + RMSNorm kernel (integer-valued partials: the sum is exact in any order).
+void host_fusion(ProcessGroups& g) {
+  const int64_t rows = 3;
+  std::vector<float> weight(kCols);
+  for (int64_t c = 0; c < kCols; ++c) weight[c] = 0.5f + 0.25f * static_cast<float>(c);
+  residual::RmsNorm norm(Tensor::contiguous(weight.data(), DType::f32, 1, kCols), 1e-6f);
+  boundary::PlanContext ctx{g.topology(), boundary::ReductionPolicy::AR};
+  auto fusion = std::make_shared<HostAllReduceNormFusion>(g);
+  auto stages = boundary::make_stages(ctx, {{boundary::declare_ffn(), &norm, {.fusions = fusion}}});
+  const auto candidates = fusion->ffn_input(stages[0].plan());
+  ROWS_CHECK(candidates.size() == 1 && candidates[0].completes == SumGroup::ATTN_TP, "one ATTN_TP candidate");
+
+  Rows partial(rows), residual(rows), expected_residual(rows), expected(rows), summed(rows);
+  partial.fill([&](int64_t r, int64_t c) { return value(g.tp_rank(), r, c) / 64.0f; });
+  residual.fill([&](int64_t r, int64_t c) { return value(7, r, c) / 32.0f; });
+  summed.fill([&](int64_t r, int64_t c) { return partial.at(r, c); });
+  expected_residual.fill([&](int64_t r, int64_t c) { return residual.at(r, c); });
+  all_reduce(g, GroupKind::ATTN_TP, summed.t).wait();
+  kernels::add_rms_norm(summed.t, expected_residual.t, nullptr, norm.spec(), expected.t);
+
+  const BatchFacts facts = BatchFacts::make(std::vector<int64_t>{rows}, 0, 1, PaddingMode::MAX_LEN);
+  const auto fused = candidates[0].run({partial.t, residual.t, &facts, nullptr});
+  ROWS_CHECK(fused.has_value(), "the candidate accepts a small fp32 batch");
+  Rows got(rows);
+  got.fill([&](int64_t r, int64_t c) { return static_cast<float*>(fused->input.row(r))[c]; });
+  got.expect([&](int64_t r, int64_t c) { return expected.at(r, c); }, "fused input");
+  residual.expect([&](int64_t r, int64_t c) { return expected_residual.at(r, c); }, "fused residual");
+
+  const Tensor extra = residual.t;
+  ROWS_CHECK(!candidates[0].run({partial.t, residual.t, &facts, &extra}), "declines a post-residual addition");
+  ROWS_CHECK(!candidates[0].run({partial.t.slice_rows(0, 0), residual.t.slice_rows(0, 0), &facts, nullptr}),
+             "declines an empty batch");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -214,6 +254,7 @@ int main(int argc, char** argv) {
   for (PaddingMode mode : {PaddingMode::MAX_LEN, PaddingMode::SUM_LEN}) dp_moves(groups, tokens, mode);
   cp_moves(groups);
   pipeline_handoff(groups);
+  if (pp == 1 && attn_dp == 1 && attn_cp == 1) host_fusion(groups);
   world->barrier().wait();
   if (g_rank == 0) std::printf("row moves OK: %s\n", topology.describe().c_str());
   return 0;

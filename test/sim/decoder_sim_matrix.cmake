@@ -1,0 +1,56 @@
+# seam_decoder_sim matrix: a representative subset of tp {2,4} x attn_dp {1,2} x pp {1,2} x policy
+# {ar, rs, rsv, rs+rsv} x patterns {A/F, A/E, M/M/F} x dtype {fp32, bf16}, with uneven DP batches and
+# idle replicas. Each run must PASS against the single-process reference, and its printed plan
+# must show the collective the §2.6 table predicts (EXPECT, matched before the PASS line).
+function(seam_add_sim_test name)
+  cmake_parse_arguments(S "" "NP;EXPECT" "ARGS" ${ARGN})
+  seam_add_mpi_test(sim_${name} NP ${S_NP} TIMEOUT 120 COMMAND $<TARGET_FILE:seam_decoder_sim> --hidden 32 ${S_ARGS})
+  set_tests_properties(sim_${name} PROPERTIES
+    PASS_REGULAR_EXPRESSION "${S_EXPECT}.*seam_decoder_sim: PASS"
+    FAIL_REGULAR_EXPRESSION "MISMATCH;FAIL")
+endfunction()
+
+# No attention DP: the attention's attention-TP sum completes at the FFN input (#1), a dense FFN's
+# TP all-reduce moves to the next attention's input (#7), a MoE's MOE_OUTPUT all-reduce too; a mixer
+# before a mixer defers its sum (#18), before an FFN leaves it declared (#19).
+seam_add_sim_test(tp2_ar_AF NP 2 ARGS --tp 2 --policy ar --pattern AF --layers 2 --tokens 5
+  EXPECT "attn->ffn \\[ORDINARY\\] input: ATTN_TP all_reduce.*ffn->attn \\[ORDINARY\\]: TP all_reduce at next input \\(deferred\\)")
+seam_add_sim_test(tp2_rs_AE_bf16 NP 2 ARGS --tp 2 --policy rs --pattern AE --layers 2 --tokens 7 --dtype bf16
+  EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT all_reduce at next input \\(deferred\\)")
+seam_add_sim_test(tp2_ar_MMF NP 2 ARGS --tp 2 --policy ar --pattern MMF --layers 2 --tokens 3
+  EXPECT "attn->attn \\[ORDINARY\\]: ATTN_TP all_reduce at next input \\(deferred\\).*attn->ffn \\[ORDINARY\\]: ATTN_TP partial sum left to next input \\(declared\\)")
+seam_add_sim_test(tp4_ar_AF_bf16 NP 4 ARGS --tp 4 --policy ar --pattern AF --layers 2 --tokens 6 --dtype bf16
+  EXPECT "attn->ffn \\[ORDINARY\\] input: ATTN_TP all_reduce")
+seam_add_sim_test(tp4_rsv_MMF NP 4 ARGS --tp 4 --policy rsv --pattern MMF --tokens 4
+  EXPECT "attn->attn \\[ORDINARY\\]: ATTN_TP all_reduce at next input \\(deferred\\)")
+
+# Attention DP with attention TP 1 (tp = attn_dp): replicate DP gather (#3); RSv (#9), RS (#10)
+# and the all-reduce + DP scatter fallback (#11), with an idle replica.
+seam_add_sim_test(tp2_dp2_rsv_AF_idle NP 2 ARGS --tp 2 --attn-dp 2 --policy rsv --pattern AF --layers 2 --tokens 5,0
+  EXPECT "DP gather \\(replicate\\).*ffn->attn \\[ORDINARY\\]: TP reduce_scatterv at next input \\(deferred\\)")
+seam_add_sim_test(tp2_dp2_rs_AE_max NP 2 ARGS --tp 2 --attn-dp 2 --policy rs --pattern AE --layers 2 --tokens 3,6 --padding max
+  EXPECT "ffn->attn \\[ORDINARY\\]: MAX_LEN: MOE_OUTPUT reduce_scatter at next input \\(deferred\\)")
+seam_add_sim_test(tp2_dp2_ar_AF_bf16 NP 2 ARGS --tp 2 --attn-dp 2 --policy ar --pattern AF --layers 2 --tokens 0,6 --dtype bf16
+  EXPECT "ffn->attn \\[ORDINARY\\]: TP all_reduce \\+ DP scatter at next input \\(deferred\\)")
+seam_add_sim_test(tp2_dp2_rs+rsv_MMF NP 2 ARGS --tp 2 --attn-dp 2 --policy rs+rsv --pattern MMF --layers 2 --tokens 2,5
+  EXPECT "attn->ffn \\[ORDINARY\\] input: update\\+read, DP gather \\(replicate\\).*TP reduce_scatterv")
+
+# Attention DP x attention TP (tp 4, attn_dp 2, attn_tp 2): DP partial gather completing the
+# attention-TP sum (#2); RS over a 1/tp chunk + attention-TP all-gather (#10); RSv is not eligible
+# (attention TP > 1) and falls back (#11).
+seam_add_sim_test(tp4_dp2_rs+rsv_AF_max NP 4 ARGS --tp 4 --attn-dp 2 --policy rs+rsv --pattern AF --layers 2 --tokens 5,0 --padding max
+  EXPECT "DP gather \\(partial, completes ATTN_TP\\).*ffn->attn \\[ORDINARY\\]: MAX_LEN: TP reduce_scatter at next input \\(deferred\\)")
+seam_add_sim_test(tp4_dp2_rsv_AE_sum NP 4 ARGS --tp 4 --attn-dp 2 --policy rsv --pattern AE --layers 2 --tokens 3,7 --padding sum
+  EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT all_reduce \\+ DP scatter at next input \\(deferred\\)")
+seam_add_sim_test(tp4_dp2_ar_MMF_bf16 NP 4 ARGS --tp 4 --attn-dp 2 --policy ar --pattern MMF --tokens 2,5 --dtype bf16
+  EXPECT "attn->attn \\[ORDINARY\\]: ATTN_TP all_reduce in compute.*DP gather \\(partial, completes ATTN_TP\\)")
+
+# Pipeline parallel: to_pp / from_pp carry hidden states and residual (a declared partial crosses raw).
+seam_add_sim_test(tp2_pp2_ar_AF NP 4 ARGS --tp 2 --pp 2 --policy ar --pattern AF --layers 2 --tokens 5
+  EXPECT "# pipeline stage 1.*ffn->norm \\[ORDINARY\\]: TP all_reduce in compute")
+seam_add_sim_test(tp2_pp2_rs+rsv_MMF_bf16 NP 4 ARGS --tp 2 --pp 2 --policy rs+rsv --pattern MMF --layers 2 --tokens 4 --dtype bf16
+  EXPECT "# pipeline stage 1.*attn->attn \\[ORDINARY\\]: ATTN_TP all_reduce at next input \\(deferred\\)")
+seam_add_sim_test(tp2_dp2_pp2_rsv_AE_idle NP 4 ARGS --tp 2 --attn-dp 2 --pp 2 --policy rsv --pattern AE --layers 2 --tokens 4,0
+  EXPECT "MOE_OUTPUT reduce_scatterv at next input \\(deferred\\).*# pipeline stage 1")
+seam_add_sim_test(tp4_dp2_pp2_rs_AF_max NP 8 ARGS --tp 4 --attn-dp 2 --pp 2 --policy rs --pattern AF --layers 2 --tokens 6,1 --padding max
+  EXPECT "DP gather \\(partial, completes ATTN_TP\\).*# pipeline stage 1.*TP reduce_scatter at exit")
