@@ -4,10 +4,12 @@
 
 namespace seam::boundary {
 
-FfnExitFacts FfnExitFacts::of(const Topology& t, BatchVariant v, bool sparse, const ResolvedStage& stage,
-                              const OutputMove& move) {
+FfnExitFacts FfnExitFacts::of(const Topology& t, BatchVariant v, const StageDeclaration& decl,
+                              const ResolvedStage& stage, const OutputMove& move) {
   const StageOutput& out = stage.output;
+  const bool sparse = decl.sparse;
   FfnExitFacts f;
+  f.terminal = decl.terminal;
   f.group = out.group;
   f.returns_over_dp = move.kind == OutputMoveKind::RETURNS_OVER_DP;
   f.leaves_for_next_layer = out.leaves_for_next_layer;

@@ -52,7 +52,7 @@ struct FfnExitFacts {
   bool sum_movable = false;          ///< the sum may move to the next layer (static conditions)
   bool sum_is_one_all_reduce = false;///< the post-output sum is a single all-reduce over TP
   bool provider_may_defer = false;   ///< LoRA / TP1-shared-expert: the provider may still allow deferral
-  static FfnExitFacts of(const Topology& t, BatchVariant v, bool sparse, const ResolvedStage& stage,
+  static FfnExitFacts of(const Topology& t, BatchVariant v, const StageDeclaration& decl, const ResolvedStage& stage,
                          const OutputMove& move);
 };
 

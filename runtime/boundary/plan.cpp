@@ -59,7 +59,7 @@ BoundPath StagePlan::bind(BatchVariant v) const {
   p.outgoing = make_edge(ctx_, v, &decl_, following);
   if (decl_.kind == StageKind::FFN) {
     p.output_move = select_output_move(ctx_.topology, v, p.stage);
-    p.ffn_exit = FfnExitFacts::of(ctx_.topology, v, decl_.sparse, p.stage, p.output_move);
+    p.ffn_exit = FfnExitFacts::of(ctx_.topology, v, decl_, p.stage, p.output_move);
   } else if (decl_.reduction == ProducerReduction::SCOPED) {
     p.mixer_exit = MixerDecision::of(ctx_.topology, v, p.stage.output);
   }

@@ -26,10 +26,10 @@ void require_resolved(ReductionPolicy policy);
 /// What `auto` reads of a checkpoint: its architecture names, model_type, and the nested text
 /// configs (text_config, llm_config, language_config ...), searched when the outer one has no rule.
 struct ModelFacts {
-  std::vector<std::string> architectures;
-  std::string model_type;
+  std::vector<std::string> architectures = {};
+  std::string model_type = {};
   bool dummy = false;  ///< a dummy model path (load format "dummy")
-  std::vector<ModelFacts> nested;
+  std::vector<ModelFacts> nested = {};
 };
 
 /// Architecture → policy rules for `auto`. default_registry() holds the reference's table; an

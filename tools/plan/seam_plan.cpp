@@ -126,9 +126,10 @@ int main(int argc, char** argv) {
         if (last)
           for (int v = 0; v < kBatchVariantCount; ++v) {
             const auto variant = static_cast<BatchVariant>(v);
-            if (last->plan().has_path(variant) &&
-                !(last->plan().path(variant).outgoing == stage.plan().path(variant).incoming))
-              edges_agree = false;
+            if (!last->plan().has_path(variant)) continue;
+            const EdgeDecl& out = last->plan().path(variant).outgoing;
+            const EdgeDecl& in = stage.plan().path(variant).incoming;
+            if (out.need ? !(out == in) : !out.same_producer_half(in)) edges_agree = false;
           }
         const char letter = args.pattern[index];
         bool first = true;
