@@ -1,0 +1,95 @@
+#include "tools/sim/driver.h"
+
+#include <memory>
+#include <vector>
+
+#include "runtime/boundary/rows/tensor_collectives.h"
+#include "runtime/residual/batch.h"
+#include "tools/sim/stage_executor.h"
+#include "tools/sim/token_rows.h"
+
+namespace seam::sim {
+
+using boundary::rows::GroupKind;
+using boundary::rows::ProcessGroups;
+
+namespace {
+
+// The shard of stage `kind`'s work this rank computes, and the group its partial sums over.
+struct Share {
+  Shard shard;
+  GroupKind group;
+};
+Share share_of(char kind, const ProcessGroups& g) {
+  const Topology& t = g.topology();
+  switch (kind) {
+    case 'F': return {{g.tp_rank(), t.tp}, GroupKind::TP};
+    case 'E': return {{t.moe_coords(g.tp_rank()).ep, t.moe_ep}, GroupKind::MOE_OUTPUT};
+    default: return {{g.attn().tp, t.attn_tp}, GroupKind::ATTN_TP};
+  }
+}
+
+// This replica's embeddings on its padded local rows (padding rows zero).
+residual::OwnedTensor embeddings(const Model& model, const BatchFacts& facts) {
+  residual::OwnedTensor e = residual::OwnedTensor::zeros(model.config().dtype, facts.local_rows(), model.config().hidden);
+  const int64_t first = first_token(facts, facts.dp_rank());
+  for (int64_t i = 0; i < facts.tokens(facts.dp_rank()); ++i) model.embed(first + i, e.view, i);
+  return e;
+}
+
+}  // namespace
+
+ForwardOutput run_forward(const Model& model, SimStack& stack, ProcessGroups& groups,
+                          boundary::rows::PipelineHandoff& handoff, residual::ForwardBatch& batch) {
+  std::vector<std::unique_ptr<StageExecutor>> executors;
+  for (int64_t i = stack.begin(); i < stack.end(); ++i)
+    executors.push_back(std::make_unique<StageExecutor>(stack.stage(i), groups));
+  auto executor = [&](int64_t i) -> StageExecutor& { return *executors[static_cast<size_t>(i - stack.begin())]; };
+
+  const residual::OwnedTensor input = embeddings(model, batch.facts);
+  residual::LayerOutput h;
+  if (stack.begin() == 0) {
+    residual::start(batch);
+    h = residual::LayerOutput(input.view);
+  } else {
+    h = executor(stack.begin()).from_pp(handoff.receive(), batch);
+  }
+
+  // Each stage's output storage lives until the next boundary has consumed it (the whole forward).
+  std::vector<residual::OwnedTensor> outputs;
+  outputs.reserve(static_cast<size_t>(stack.end() - stack.begin()));
+  for (int64_t i = stack.begin(); i < stack.end(); ++i) {
+    boundary::StageBoundary& stage = stack.stage(i);
+    const char kind = model.kind(i);
+    const residual::StageInput in = executor(i).prepare(h, batch);
+    const Share share = share_of(kind, groups);
+    const std::vector<int64_t> ids = token_ids(batch.facts, stage.plan().path(batch.facts.variant()).stage.input.layout,
+                                               groups.attn().tp, groups.topology().attn_tp);
+    outputs.push_back(residual::OwnedTensor::zeros(in.values.dtype, in.values.rows, in.values.cols));
+    const Tensor out = outputs.back().view;
+    if (stage.plan().finishes_directly()) {
+      model.compute(i, in.values, ids, share.shard, out);
+      h = executor(i).finish(out, batch);
+      continue;
+    }
+    auto exit = executor(i).exit(batch);
+    model.compute(i, in.values, ids, share.shard, out);
+    // Compute completes its own sum unless the exit told it the boundary completes or carries it.
+    if (!exit.compute_skips_sum()) boundary::rows::all_reduce(groups, share.group, out).wait();
+    h = exit.finish(out);
+  }
+
+  ForwardOutput result;
+  if (!stack.terminal()) {
+    const residual::PpTensors pp = residual::to_pp(h, batch);
+    handoff.send({pp.hidden_states, pp.residual, pp.has_residual});
+    return result;
+  }
+  auto keep_residual = [&](const Tensor& value, bool /*owned*/) { result.residual = residual::OwnedTensor::clone(value); };
+  const Tensor normed = residual::norm(h, batch, stack.final_norm(), {.capture = keep_residual});
+  result.output = residual::OwnedTensor::clone(normed);
+  result.has_output = true;
+  return result;
+}
+
+}  // namespace seam::sim

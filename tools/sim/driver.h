@@ -1,0 +1,27 @@
+// One forward of a rank's partition, driven exactly as an engine drives its layers: start the
+// residual stream (or rebuild it from the previous pipeline stage with from_pp), then per stage
+// prepare -> compute -> finish (PARTIAL attention) or exit scope -> compute -> finish, and at the
+// end the final norm (last stage) or to_pp + the pipeline send. Compute completes its own output
+// sum only when the exit's flags do not tell it to skip.
+#pragma once
+
+#include "runtime/boundary/rows/pp_handoff.h"
+#include "runtime/boundary/rows/process_groups.h"
+#include "runtime/residual/forward_batch.h"
+#include "runtime/residual/owned_tensor.h"
+#include "tools/sim/model.h"
+#include "tools/sim/stack.h"
+
+namespace seam::sim {
+
+struct ForwardOutput {
+  bool has_output = false;         ///< only on the last pipeline stage
+  residual::OwnedTensor output;    ///< the final norm's output, this replica's rows
+  residual::OwnedTensor residual;  ///< the residual the final norm read
+};
+
+/// Runs the partition on the batch `batch.facts` describes (this replica's embeddings as input).
+ForwardOutput run_forward(const Model& model, SimStack& stack, boundary::rows::ProcessGroups& groups,
+                          boundary::rows::PipelineHandoff& handoff, residual::ForwardBatch& batch);
+
+}  // namespace seam::sim

@@ -1,0 +1,89 @@
+#include "tools/sim/sim_args.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "layouts/errors.h"
+
+namespace seam::sim {
+
+namespace {
+
+void usage() {
+  std::puts(
+      "usage: mpirun -n <tp*pp> seam_decoder_sim --pattern AF [--layers N] [--tp N] [--attn-dp N] [--pp N]\n"
+      "         [--policy ar|rs|rsv|rs+rsv|auto] [--tokens a,b,...] [--padding max|sum|auto]\n"
+      "         [--dtype fp32|bf16] [--hidden N] [--seed N] [--no-fusion] [--quiet]\n"
+      "  pattern letters: A attention, F dense FFN, E expert FFN, M single-stage mixer; the stack is the\n"
+      "  pattern repeated --layers times. --tokens gives the real tokens of each attention-DP replica\n"
+      "  (one entry per replica, 0 for an idle one). attn_tp = tp / attn_dp; experts are sharded over EP = tp.");
+}
+
+std::vector<int64_t> parse_list(const std::string& s) {
+  std::vector<int64_t> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) throw ValueError("empty entry in --tokens " + s);
+    out.push_back(std::stoll(item));
+    if (out.back() < 0) throw ValueError("--tokens entries must not be negative");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string SimArgs::stages() const {
+  std::string s;
+  for (int i = 0; i < layers; ++i) s += pattern;
+  return s;
+}
+
+PaddingMode SimArgs::padding_mode() const {
+  if (padding == "max") return PaddingMode::MAX_LEN;
+  if (padding == "sum") return PaddingMode::SUM_LEN;
+  return choose_padding_mode(tokens, /*is_extend=*/false, /*backend_forces_max_len=*/false);
+}
+
+SimArgs parse_sim_args(int argc, char** argv) {
+  SimArgs a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw ValueError("missing value for " + flag);
+      return argv[++i];
+    };
+    if (flag == "--pattern") a.pattern = value();
+    else if (flag == "--layers") a.layers = std::stoi(value());
+    else if (flag == "--tp") a.tp = std::stoi(value());
+    else if (flag == "--attn-dp") a.attn_dp = std::stoi(value());
+    else if (flag == "--pp") a.pp = std::stoi(value());
+    else if (flag == "--policy") a.policy = value();
+    else if (flag == "--tokens") a.tokens = parse_list(value());
+    else if (flag == "--padding") a.padding = value();
+    else if (flag == "--hidden") a.hidden = std::stoll(value());
+    else if (flag == "--seed") a.seed = std::stoull(value());
+    else if (flag == "--no-fusion") a.fusion = false;
+    else if (flag == "--quiet") a.quiet = true;
+    else if (flag == "--dtype") {
+      const std::string d = value();
+      if (d == "fp32") a.dtype = DType::f32;
+      else if (d == "bf16") a.dtype = DType::bf16;
+      else throw ValueError("--dtype must be fp32 or bf16");
+    } else if (flag == "-h" || flag == "--help") {
+      usage();
+      std::exit(0);
+    } else
+      throw ValueError("unknown flag " + flag);
+  }
+  if (a.pattern.empty() || a.layers < 1) throw ValueError("--pattern must be non-empty and --layers positive");
+  if (a.tp < 1 || a.attn_dp < 1 || a.tp % a.attn_dp != 0) throw ValueError("--attn-dp must divide --tp");
+  if (static_cast<int>(a.tokens.size()) != a.attn_dp)
+    throw ValueError("--tokens needs one entry per attention-DP replica (" + std::to_string(a.attn_dp) + ")");
+  if (a.padding != "max" && a.padding != "sum" && a.padding != "auto") throw ValueError("--padding must be max, sum or auto");
+  if (a.pp < 1 || a.pp > static_cast<int>(a.stages().size())) throw ValueError("--pp must be between 1 and the stage count");
+  return a;
+}
+
+}  // namespace seam::sim

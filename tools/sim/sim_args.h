@@ -1,0 +1,38 @@
+// seam_decoder_sim's command line: seam_plan's flags (--pattern, --tp, --attn-dp, --policy) plus the
+// pipeline size, the token batch per DP replica, the activation dtype and the model's sizes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "layouts/batch_facts.h"
+#include "layouts/dtype.h"
+
+namespace seam::sim {
+
+struct SimArgs {
+  std::string pattern = "AF";          ///< one period of the stack (A, F, E, M)
+  int layers = 1;                      ///< the stack is `pattern` repeated this many times
+  int tp = 1;
+  int attn_dp = 1;                     ///< attn_tp = tp / attn_dp
+  int pp = 1;
+  std::string policy = "auto";         ///< ar | rs | rsv | rs+rsv | auto
+  std::vector<int64_t> tokens = {5};   ///< real tokens per DP replica (one entry per replica; 0 = idle)
+  std::string padding = "auto";        ///< max | sum | auto (the reference's choice for a decode batch)
+  DType dtype = DType::f32;
+  int64_t hidden = 64;
+  uint64_t seed = 1;
+  bool fusion = true;                  ///< offer Seam's host fused all-reduce + add + RMSNorm candidate
+  bool quiet = false;                  ///< print only the verdict
+
+  /// The stack's stage letters (pattern x layers).
+  std::string stages() const;
+  /// The padding mode for this batch.
+  PaddingMode padding_mode() const;
+};
+
+/// Parses argv; throws ValueError on an unknown flag or a bad value. Prints usage and exits on -h.
+SimArgs parse_sim_args(int argc, char** argv);
+
+}  // namespace seam::sim

@@ -1,0 +1,50 @@
+#include "tools/sim/stack.h"
+
+#include "runtime/boundary/introspection.h"
+#include "tools/plan/pattern.h"
+
+namespace seam::sim {
+
+using namespace boundary;
+
+SimStack::SimStack(const Model& model, const PlanContext& ctx, int pp, int pp_rank,
+                   std::shared_ptr<const FusionProvider> fusions)
+    : model_(model) {
+  const std::vector<StageDeclaration> decls = plan::declare_pattern(model.config().stages);
+  const auto n = static_cast<int64_t>(decls.size());
+  begin_ = n * pp_rank / pp;
+  end_ = n * (pp_rank + 1) / pp;
+  terminal_ = end_ == n;
+
+  // The neighbours' declarations, connected as the ranks before and after connect them.
+  std::vector<StageDeclaration> connected;
+  for (int64_t i = 0; i < n; ++i)
+    connected.push_back(i == 0 ? decls[0].entering_stack() : decls[static_cast<size_t>(i)].with_previous(connected.back()));
+  StageNeighbours around;
+  if (begin_ > 0) around.previous = connected[static_cast<size_t>(begin_ - 1)];
+  if (end_ < n) around.following = decls[static_cast<size_t>(end_)].with_previous(connected[static_cast<size_t>(end_ - 1)]);
+  around.terminal = terminal_;
+
+  std::vector<StageSpec> specs;
+  for (int64_t i = begin_; i < end_; ++i) {
+    norms_.push_back(std::make_unique<residual::RmsNorm>(model.norm_weight(i), model.config().eps));
+    specs.push_back({decls[static_cast<size_t>(i)], norms_.back().get(), {.fusions = fusions}});
+  }
+  norms_.push_back(std::make_unique<residual::RmsNorm>(model.norm_weight(n), model.config().eps));
+  stages_ = make_stages(ctx, std::move(specs), around);
+}
+
+std::vector<std::string> SimStack::describe() const {
+  std::vector<std::string> lines;
+  for (int64_t i = begin_; i < end_; ++i) {
+    bool first = true;
+    for (const std::string& line : describe_plan(stages_[static_cast<size_t>(i - begin_)].plan())) {
+      const std::string label = first ? "L" + std::to_string(i) + " " + model_.kind(i) : "";
+      lines.push_back(label + std::string(8 - std::min<size_t>(label.size(), 7), ' ') + line);
+      first = false;
+    }
+  }
+  return lines;
+}
+
+}  // namespace seam::sim
