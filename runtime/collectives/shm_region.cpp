@@ -35,9 +35,9 @@ std::vector<int> members_of(const Group& g) {
   return m;
 }
 
-// Per rank: flags, two input slots and two result slots.
+// The arrival counts, then per rank: flags, two input slots and two result slots.
 size_t region_bytes(int ranks, size_t slot_bytes) {
-  return ranks * kFlagsBytes + 4 * static_cast<size_t>(ranks) * slot_bytes;
+  return (1 + ranks) * kFlagsBytes + 4 * static_cast<size_t>(ranks) * slot_bytes;
 }
 
 /// Rank 0 creates the segment and sends its name; the others map it and acknowledge; rank 0
@@ -78,28 +78,47 @@ void ShmRegion::attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_
   slot_bytes_ = slot_bytes;
 }
 
+ShmRegion::Arrivals* ShmRegion::arrivals() const {
+  return static_cast<Arrivals*>(segment_->data());
+}
+
 ShmRegion::Flags* ShmRegion::flags(int rank) const {
-  return reinterpret_cast<Flags*>(static_cast<char*>(segment_->data()) + rank * kFlagsBytes);
+  return reinterpret_cast<Flags*>(static_cast<char*>(segment_->data()) + (1 + rank) * kFlagsBytes);
 }
 
 char* ShmRegion::slot(int rank, uint64_t round) const {
-  char* slots = static_cast<char*>(segment_->data()) + ranks_ * kFlagsBytes;
+  char* slots = static_cast<char*>(segment_->data()) + (1 + ranks_) * kFlagsBytes;
   return slots + (static_cast<size_t>(rank) * 4 + round % 2) * slot_bytes_;
 }
 
 char* ShmRegion::result(int rank, uint64_t round) const { return slot(rank, round) + 2 * slot_bytes_; }
 
-void ShmRegion::publish(int rank, uint64_t round, CallSignature signature) {
+bool ShmRegion::arrive(int phase, int rank, uint64_t round) {
+  uint64_t before = arrivals()->count[phase].fetch_add(1, std::memory_order_acq_rel);
+  bool last = (before + 1) % static_cast<uint64_t>(ranks_) == 0;
+  if (last) arrivals()->last[phase][round % 2].store(rank, std::memory_order_relaxed);
+  return last;
+}
+
+int ShmRegion::last_to_publish(uint64_t round, bool results) const {
+  return arrivals()->last[results ? 1 : 0][round % 2].load(std::memory_order_relaxed);
+}
+
+bool ShmRegion::publish(int rank, uint64_t round, CallSignature signature) {
+  bool last = arrive(0, rank, round);
   flags(rank)->signature[round % 2].store(signature.word, std::memory_order_relaxed);
   flags(rank)->round.store(round, std::memory_order_release);
+  return last;
 }
 
 bool ShmRegion::published(int rank, uint64_t round) const {
   return flags(rank)->round.load(std::memory_order_acquire) >= round;
 }
 
-void ShmRegion::publish_result(int rank, uint64_t round) {
+bool ShmRegion::publish_result(int rank, uint64_t round) {
+  bool last = arrive(1, rank, round);
   flags(rank)->result_round.store(round, std::memory_order_release);
+  return last;
 }
 
 bool ShmRegion::result_published(int rank, uint64_t round) const {

@@ -38,13 +38,16 @@ class ShmRegion {
   char* slot(int rank, uint64_t round) const;
   /// Rank r's result slot for `round`: where a two-phase all-reduce leaves the rank's share.
   char* result(int rank, uint64_t round) const;
-  /// Publishes that this rank's slot for `round` is filled, with its call's signature.
-  void publish(int rank, uint64_t round, CallSignature signature);
+  /// Publishes that this rank's slot for `round` is filled, with its call's signature. True when
+  /// this rank is the last of the group to publish the round: it then wakes the others.
+  bool publish(int rank, uint64_t round, CallSignature signature);
   /// Whether rank r has published `round` (or a later one).
   bool published(int rank, uint64_t round) const;
-  /// Publishes that this rank's result slot for `round` is filled.
-  void publish_result(int rank, uint64_t round);
+  /// Publishes that this rank's result slot for `round` is filled; true when last, as above.
+  bool publish_result(int rank, uint64_t round);
   bool result_published(int rank, uint64_t round) const;
+  /// The rank that published `round` last (inputs or results), once every rank has.
+  int last_to_publish(uint64_t round, bool results) const;
   /// The signature rank r published with `round` (valid while this rank is in that round: a
   /// peer is at most one round ahead, so the other parity's entry is the one it overwrites).
   CallSignature signature_of(int rank, uint64_t round) const;
@@ -59,6 +62,15 @@ class ShmRegion {
   bool busy = false;
 
  private:
+  // Arrival counts per phase (inputs, results): a rank's arrival is counted before its flag is
+  // set, and a rank reaches round t + 1 only after every flag of round t, so the n arrivals
+  // of a round are consecutive and the one that completes a multiple of n is the last.
+  struct alignas(64) Arrivals {
+    std::atomic<uint64_t> count[2];
+    std::atomic<int32_t> last[2][2];  // [phase][round parity]
+  };
+  bool arrive(int phase, int rank, uint64_t round);
+  Arrivals* arrivals() const;
   struct alignas(64) Flags {
     std::atomic<uint64_t> round;  // last round whose slot is filled
     std::atomic<uint64_t> signature[2];  // per round parity

@@ -40,24 +40,27 @@ Pieces cut(const std::vector<size_t>& counts, uint64_t rounds) {
 }
 
 // The communicator's driver spins only while its transport moves, then sleeps until a message
-// arrives (or 1 ms passes); flags in the region move no transport. So each rank also rings
-// every peer with a one-byte message per round: a peer that went to sleep (its core taken by
-// another rank on an oversubscribed host) wakes at once and, seeing traffic, keeps spinning
-// through the next rounds.
+// arrives (or 1 ms passes); flags in the region move no transport. So the last rank to publish
+// a round rings every other rank with a one-byte message: a rank that went to sleep waiting
+// (its core taken by another rank on an oversubscribed host) wakes at once and, seeing
+// traffic, keeps spinning through the next rounds. Each other rank expects one ring per round
+// from the last one, and collects them all before the operation ends.
 constexpr uint32_t kDoorbellStep = 0xFFF01;
 
 class Doorbells {
  public:
   explicit Doorbells(Group& g) : g_(g) {}
-  /// This rank's round is published: tell the peers, and expect their word for the same round.
-  void ring() {
-    for (int p = 0; p < g_.size(); ++p) {
-      if (p == g_.rank()) continue;
-      sends_.push_back(g_.isend(p, kDoorbellStep, &token_, 1));
-      receives_.push_back(post_receive(g_, p, kDoorbellStep, &incoming_, 1));
-    }
+  /// After publishing: the last rank rings the others.
+  void published(bool last) {
+    if (!last) return;
+    for (int p = 0; p < g_.size(); ++p)
+      if (p != g_.rank()) sends_.push_back(g_.isend(p, kDoorbellStep, &token_, 1));
   }
-  /// Awaits the last rings (they are on their way once the peers published).
+  /// After every rank published: expect the last one's ring.
+  void waited(int last) {
+    if (last != g_.rank())
+      receives_.push_back(post_receive(g_, last, kDoorbellStep, &incoming_, 1));
+  }
   comm::Task drain() {
     co_await received("shared-memory doorbell", std::move(receives_));
     co_await comm::all_of(std::move(sends_));
@@ -93,9 +96,9 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     const uint64_t round = first + k;
     const size_t begin = k * per_round, length = std::min(per_round, count - begin);
     std::memcpy(region->slot(me, round), send + begin * es, length * es);
-    region->publish(me, round, signature);
-    doorbells.ring();
+    doorbells.published(region->publish(me, round, signature));
     co_await peers_published(g, *region, round, signature, "all_reduce");
+    doorbells.waited(region->last_to_publish(round, false));
     if (!in_shares) {
       for (int p = 0; p < n; ++p) sources[p] = p == me ? send + begin * es : region->slot(p, round);
       kernels::reduce(recv + begin * es, sources, length, dtype, op);
@@ -106,9 +109,9 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     for (int p = 0; p < n; ++p)
       sources[p] = p == me ? send + (begin + at[me]) * es : region->slot(p, round) + at[me] * es;
     kernels::reduce(region->result(me, round), sources, shares[me], dtype, op);
-    region->publish_result(me, round);
-    doorbells.ring();
+    doorbells.published(region->publish_result(me, round));
     co_await peers_published_results(g, *region, round);
+    doorbells.waited(region->last_to_publish(round, true));
     for (int p = 0; p < n; ++p)
       std::memcpy(recv + (begin + at[p]) * es, region->result(p, round), shares[p] * es);
   }
@@ -144,9 +147,9 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
       if (j != me)
         std::memcpy(mine + at[j] * es, send + (off[j] + k * pieces.piece[j]) * es,
                     pieces.length(counts[j], j, k) * es);
-    region->publish(me, round, signature);
-    doorbells.ring();
+    doorbells.published(region->publish(me, round, signature));
     co_await peers_published(g, *region, round, signature, collective);
+    doorbells.waited(region->last_to_publish(round, false));
     const size_t begin = k * pieces.piece[me];
     for (int p = 0; p < n; ++p)
       sources[p] = p == me ? send + (off[me] + begin) * es : region->slot(p, round) + at[me] * es;
@@ -178,9 +181,9 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
     const uint64_t round = first + k;
     std::memcpy(region->slot(me, round), send + k * pieces.piece[me] * es,
                 pieces.length(counts[me], me, k) * es);
-    region->publish(me, round, signature);
-    doorbells.ring();
+    doorbells.published(region->publish(me, round, signature));
     co_await peers_published(g, *region, round, signature, collective);
+    doorbells.waited(region->last_to_publish(round, false));
     for (int p = 0; p < n; ++p)
       if (p != me)
         std::memcpy(recv + (off[p] + k * pieces.piece[p]) * es, region->slot(p, round),
