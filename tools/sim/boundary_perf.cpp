@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "runtime/residual/batch.h"
 #include "tools/sim/model.h"
 #include "tools/sim/stack.h"
+#include "tools/sim/stage_executor.h"
 
 using namespace seam;
 using namespace seam::sim;
@@ -43,16 +45,16 @@ PerfArgs parse(int argc, char** argv) {
 }
 
 // One forward through every boundary; compute is a no-op that hands back a fixed output.
-void forward(SimStack& stack, residual::ForwardBatch& batch, const Tensor& embedding, const Tensor& output) {
+void forward(SimStack& stack, std::vector<std::unique_ptr<StageExecutor>>& stages, residual::ForwardBatch& batch,
+             const Tensor& embedding, const Tensor& output) {
   residual::start(batch);
   residual::LayerOutput h(embedding);
-  for (int64_t i = stack.begin(); i < stack.end(); ++i) {
-    boundary::StageBoundary& stage = stack.stage(i);
-    stage.prepare(h, batch);
-    if (stage.plan().finishes_directly()) {
-      h = stage.finish(output, batch);
+  for (auto& stage : stages) {
+    stage->prepare(h, batch);
+    if (stage->stage().plan().finishes_directly()) {
+      h = stage->finish(output, batch);
     } else {
-      auto exit = stage.exit(batch);
+      auto exit = stage->exit(batch);
       h = exit.finish(output);
     }
   }
@@ -69,6 +71,9 @@ int main(int argc, char** argv) {
   const Model model(config);
   const boundary::PlanContext ctx{Topology::make(1), boundary::ReductionPolicy::RS_RSV};
   SimStack stack(model, ctx, 1, 0, nullptr);
+  boundary::rows::ProcessGroups groups(ctx.topology);
+  std::vector<std::unique_ptr<StageExecutor>> stages;
+  for (int64_t i = stack.begin(); i < stack.end(); ++i) stages.push_back(std::make_unique<StageExecutor>(stack.stage(i), groups));
 
   residual::ForwardBatch batch;
   const std::vector<int64_t> tokens = {a.tokens};
@@ -78,11 +83,11 @@ int main(int argc, char** argv) {
   const Tensor output = output_storage.as_tensor(DType::f32, a.tokens, a.hidden);
 
   const int64_t boundaries = stack.end() - stack.begin();
-  for (int i = 0; i < 50; ++i) forward(stack, batch, embedding, output);  // warm-up
+  for (int i = 0; i < 50; ++i) forward(stack, stages, batch, embedding, output);  // warm-up
   std::vector<double> per_boundary_us;
   for (int i = 0; i < a.iters; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    forward(stack, batch, embedding, output);
+    forward(stack, stages, batch, embedding, output);
     const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     per_boundary_us.push_back(us / static_cast<double>(boundaries));
   }
