@@ -1,0 +1,241 @@
+// StageRunner's consumer half: binding checks, path selection (§4.2 "bound prepare") and the
+// execution of one EntryStep (§2.7) on the residual stream and the row moves.
+#include <string>
+
+#include "kernels/norm/elementwise.h"
+#include "layouts/errors.h"
+#include "runtime/boundary/rows/cp_moves.h"
+#include "runtime/boundary/rows/dp_moves.h"
+#include "runtime/boundary/rows/tensor_collectives.h"
+#include "runtime/boundary/rows/tp_moves.h"
+#include "runtime/boundary/runner.h"
+#include "runtime/residual/add_norm.h"
+
+namespace seam::boundary {
+
+using residual::ForwardBatch;
+using residual::LayerOutput;
+using residual::Owed;
+using residual::ResidualStream;
+using rows::GroupKind;
+
+namespace {
+const char* owed_type(Owed owed) { return owed == Owed::handoff ? "HandoffOutput" : "UnreducedOutput"; }
+
+// A quantised input is values plus per-token scales; the row moves carry plain activations only.
+void require_plain_input(const residual::StageInput& input) {
+  if (input.quantized()) throw NotSupportedError("a quantised stage input cannot be moved across ranks");
+}
+}  // namespace
+
+StageRunner::StageRunner(const StageBoundary& stage, rows::ProcessGroups& groups, residual::RmsNorm& norm,
+                         const residual::StageRead& read, const residual::StageUpdate& update)
+    : stage_(stage), groups_(groups), norm_(norm), read_(read), update_(update) {
+  const StageDeclaration& d = stage.declaration();
+  if (read.norms_plainly() != d.read.norms_plainly || read.before_gather() != d.read.before_gather ||
+      update.adds_plainly() != d.update.adds_plainly || update.at_producer() != d.update.at_producer)
+    throw ValueError("the stage's residual operations do not match its declared capabilities");
+  for (size_t g = 0; g < all_reduce_.size(); ++g) {
+    const GroupKind kind = rows::group_of(static_cast<SumGroup>(g));
+    all_reduce_[g] = [this, kind](const Tensor& partial, ForwardBatch&) {
+      rows::all_reduce(groups_, kind, partial).wait();
+      return partial;
+    };
+    all_reduce_refs_[g] = all_reduce_[g];
+  }
+  // A carried sum over DP-gathered rows: all-reduce over the output's group, then back to this
+  // replica's rows. A deferred RS / RSv completes and returns in one step.
+  const std::optional<SumGroup> group = stage.plan().path(BatchVariant::ORDINARY).stage.output.group;
+  carried_then_scatter_ = [this, group](const Tensor& global, ForwardBatch& batch) {
+    if (group) rows::all_reduce(groups_, rows::group_of(*group), global).wait();
+    return return_over_dp(DpStep::SCATTER, global, batch.facts);
+  };
+  deferred_dp_step_ = [this](const Tensor& global, ForwardBatch& batch) {
+    return return_over_dp(deferred_step_, global, batch.facts);
+  };
+  carried_then_scatter_ref_ = carried_then_scatter_;
+  deferred_dp_step_ref_ = deferred_dp_step_;
+}
+
+residual::DeclaredSum StageRunner::declared(SumGroup group) { return {group, all_reduce_of(group)}; }
+
+const EntryPaths& StageRunner::select_paths(const BoundPath& path, ResidualStream& stream) {
+  const residual::Contribution* c = stream.pending();
+  const EntryPaths& paths = path.entry.paths_for(c ? c->update->adds_plainly() : true, stream.has_residual());
+  if (!c) return paths;
+  const std::optional<SumGroup>& expected = path.entry.input_sum;
+  if (c->owed == Owed::declared_sum && (!expected || c->group != *expected))
+    throw UsageError("producer sum does not match the input declaration");
+  if (c->owed == Owed::carried_sum || c->owed == Owed::handoff) {
+    if (!stream.has_residual()) throw UsageError(std::string(owed_type(c->owed)) + " requires residual input");
+    if (expected)
+      throw UsageError(std::string("an input that owes its sum by construction arrived as ") + owed_type(c->owed));
+  }
+  return paths;
+}
+
+residual::StageInput StageRunner::prepare(const LayerOutput& h, ForwardBatch& batch,
+                                          const residual::ReadOptions& options) {
+  ResidualStream& stream = residual::current(batch);
+  stream.check(h);
+  const BoundPath& path = stage_.plan().path(batch.facts.variant());
+  if (path.branch) throw UsageError("a prepared branch must enter through branch_input, not prepare");
+  LayerOutput input = h;
+  // Stack entry on an input-scattered batch: the raw embedding is a partial owing its TP sum.
+  if (stream.state() == ResidualStream::State::initial && path.entry.input_sum) {
+    const residual::DeclaredSum sum = declared(*path.entry.input_sum);
+    input = stream.leave(residual::ProducerOutput::complete_tensor(h.tensor()), residual::add_update(), &sum);
+  }
+  const EntryPaths& paths = select_paths(path, stream);
+  const residual::Contribution* c = stream.pending();
+  const EntryStep* step = &paths.step;
+  if (stream.state() == ResidualStream::State::written && paths.written) step = &*paths.written;
+  if (c && c->owed == Owed::none && path.entry.input_sum && paths.completed) step = &*paths.completed;
+  return run_step(*step, path, stream, input, batch, options);
+}
+
+residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPath& path, ResidualStream& stream,
+                                           const LayerOutput& h, ForwardBatch& batch,
+                                           const residual::ReadOptions& options) {
+  const BatchFacts& facts = batch.facts;
+  LayerOutput current = h;
+  const residual::Contribution* c = stream.pending();
+  const bool moves_rows = step.pre_move != PreMove::NONE || step.residual_move != ResidualMove::NONE ||
+                          step.input_move != InputMove::NONE || step.read != ReadKind::UPDATE_READ;
+
+  // Carried work chosen by the producer's exit: fused candidates first (plain add into a plain norm
+  // on unmoved rows, never a redistributing sum), else completed unfused.
+  if (c && c->owed == Owed::carried_sum && !c->redistributes && !moves_rows && c->update->adds_plainly() &&
+      read_.norms_plainly() && c->value.rows > 0) {
+    for (const CarriedFusion& candidate : path.carried_fusions) {
+      if (auto fused = candidate.run({c->value, stream.residual(), &facts, options.post_residual_addition})) {
+        stream.write(fused->residual);
+        return {fused->input};
+      }
+    }
+  }
+  if (c && (c->owed == Owed::carried_sum || c->owed == Owed::handoff)) current = stream.complete(current, batch);
+  c = stream.pending();
+
+  const bool initial = stream.state() == ResidualStream::State::initial;
+  const bool written = stream.state() == ResidualStream::State::written;
+  const bool owes_sum = c && c->owed == Owed::declared_sum;
+  Tensor value = initial ? current.tensor() : written ? stream.residual() : c->value;
+  Tensor residual = stream.residual();
+  const bool has_residual = stream.has_residual() && !written;
+
+  // 1. Row movement of the arriving output (completing a declared sum where it reduce-scatters).
+  auto moved = [&](int parts_over, bool gather) {
+    return pre_moved_.get(value.dtype, gather ? value.rows * parts_over : value.rows / parts_over, value.cols);
+  };
+  switch (step.pre_move) {
+    case PreMove::NONE: break;
+    case PreMove::ATTN_TP_REDUCE_SCATTER:
+    case PreMove::TP_REDUCE_SCATTER: {
+      const bool attn = step.pre_move == PreMove::ATTN_TP_REDUCE_SCATTER;
+      const Tensor out = moved(groups_.size(attn ? GroupKind::ATTN_TP : GroupKind::TP), false);
+      (attn ? rows::attn_tp_reduce_scatter(groups_, value, out) : rows::tp_reduce_scatter(groups_, value, out)).wait();
+      value = out;
+      break;
+    }
+    case PreMove::ATTN_TP_SLICE:
+    case PreMove::TP_SLICE: {
+      const Tensor slice =
+          rows::token_slice(groups_, step.pre_move == PreMove::ATTN_TP_SLICE ? GroupKind::ATTN_TP : GroupKind::TP, value);
+      const Tensor out = pre_moved_.get(value.dtype, slice.rows, slice.cols);
+      kernels::copy(slice, out);
+      value = out;
+      break;
+    }
+    case PreMove::CP_REDUCE_SCATTER:
+    case PreMove::CP_TAKE_BACK: {
+      const Tensor out = moved(groups_.size(GroupKind::ATTN_CP), false);
+      if (step.pre_move == PreMove::CP_REDUCE_SCATTER)
+        rows::cp_reduce_scatter(groups_, value, out);
+      else
+        rows::cp_take_back(groups_, value, out);
+      value = out;
+      break;
+    }
+  }
+  if (written) residual = value;  // a written stream reads its (moved) residual
+
+  // 2. The residual follows the rows the read runs on (through the update's shard operations:
+  //    a plain add's residual is rows, so a slice is a view and a gather a copy).
+  if (has_residual && step.residual_move == ResidualMove::ATTN_TP_SLICE) {
+    residual = rows::token_slice(groups_, GroupKind::ATTN_TP, residual);
+  } else if (has_residual && step.residual_move == ResidualMove::ATTN_TP_GATHER) {
+    const Tensor full = residual_.get(residual.dtype, residual.rows * groups_.size(GroupKind::ATTN_TP), residual.cols);
+    rows::attn_tp_gather(groups_, residual, full).wait();
+    residual = full;
+  }
+
+  // 3. Complete the owed sum, apply the update, read.
+  auto update_and_read = [&](const Tensor& complete) {
+    if (initial) return read_.read(read_.enter(complete), norm_, options);
+    if (written) return read_.read(residual, norm_, options);
+    return read_.update_and_read(*c->update, complete, has_residual ? &residual : nullptr, norm_, options);
+  };
+  const bool sums_here = owes_sum && step.all_reduce.has_value();
+  residual::ReadResult result;
+  switch (step.read) {
+    case ReadKind::UPDATE_READ: {
+      if (sums_here && step.tries_fusions && has_residual) {
+        for (const FusedMlpInput& candidate : path.ffn_fusions) {
+          if (auto fused = candidate.run({value, residual, &facts, options.post_residual_addition})) {
+            stream.write(fused->residual);
+            return {fused->input};
+          }
+        }
+      }
+      if (sums_here) all_reduce_of(*step.all_reduce)(value, batch);
+      result = update_and_read(value);
+      break;
+    }
+    case ReadKind::RESIDUAL_JOINS_SUM: {
+      // Each rank adds its residual slice into its rows of the partial; the sum completes both.
+      if (has_residual) kernels::add_inplace(rows::token_slice(groups_, GroupKind::ATTN_TP, value), residual);
+      all_reduce_of(*step.all_reduce)(value, batch);
+      result = read_.read(value, norm_, options);
+      break;
+    }
+    case ReadKind::DP_PARTIAL_GATHER: {
+      // Attention-TP rank 0 adds the residual into its partial; the DP gather's sum completes the
+      // attention-TP sum and places every replica's rows; the new residual is this replica's rows.
+      if (has_residual && groups_.attn().tp == 0) kernels::add_inplace(value, residual);
+      const Tensor global = gathered_.get(value.dtype, facts.global_rows(), value.cols);
+      rows::dp_gather(groups_, facts, value, global, rows::DpGatherMode::PARTIAL, scratch_);
+      const Tensor local = has_residual ? residual : residual_.get(value.dtype, value.rows, value.cols);
+      rows::dp_scatter(facts, global, local);
+      result = read_.read(global, norm_, options);
+      result.residual = local;
+      break;
+    }
+    case ReadKind::DP_REPLICATE_GATHER: {
+      if (sums_here) all_reduce_of(*step.all_reduce)(value, batch);
+      result = update_and_read(value);
+      require_plain_input(result.input);
+      const Tensor global = gathered_.get(result.input.values.dtype, facts.global_rows(), result.input.values.cols);
+      rows::dp_gather(groups_, facts, result.input.values, global, rows::DpGatherMode::REPLICATE, scratch_);
+      result.input = {global};
+      break;
+    }
+  }
+
+  // 4. Move the read input to the rows compute runs on.
+  if (step.input_move != InputMove::NONE) {
+    require_plain_input(result.input);
+    const Tensor& in = result.input.values;
+    const bool cp = step.input_move == InputMove::CP_GATHER;
+    const Tensor full = gathered_.get(in.dtype, in.rows * groups_.size(cp ? GroupKind::ATTN_CP : GroupKind::ATTN_TP), in.cols);
+    if (cp)
+      rows::cp_gather(groups_, in, full);
+    else
+      rows::attn_tp_gather(groups_, in, full).wait();
+    result.input = {full};
+  }
+  stream.write(result.residual);
+  return result.input;
+}
+
+}  // namespace seam::boundary

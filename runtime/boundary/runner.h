@@ -1,0 +1,105 @@
+// StageRunner: one stage's bound paths executed on this rank — a StageBoundary (the plan) bound
+// once to the rank's process groups, the stage's norm and its residual operations. Per forward it
+// only switches on the plan's small enums: select the variant's path (an array index), run the
+// consumer step (§2.7) on the residual stream (prepare), publish the exit's flags for compute and
+// apply the same decision when compute is done (exit / finish, §2.5), return an already reduced
+// output to its handoff rows (postprocess), rebuild the stream on a pipeline receiver (from_pp).
+#pragma once
+
+#include <functional>
+#include <optional>
+
+#include "runtime/boundary/rows/pp_handoff.h"
+#include "runtime/boundary/rows/process_groups.h"
+#include "runtime/boundary/rows/scratch.h"
+#include "runtime/boundary/stage.h"
+#include "runtime/residual/batch.h"
+
+namespace seam::boundary {
+
+class StageRunner {
+ public:
+  /// `read` is this stage's input read, `update` the update its output carries. Their capabilities
+  /// must match the declaration's (ValueError). Everything referenced must outlive the runner,
+  /// which must not move while a forward runs (the stream references its completions).
+  StageRunner(const StageBoundary& stage, rows::ProcessGroups& groups, residual::RmsNorm& norm,
+              const residual::StageRead& read, const residual::StageUpdate& update);
+  StageRunner(const StageRunner&) = delete;
+  StageRunner& operator=(const StageRunner&) = delete;
+
+  const StageBoundary& stage() const { return stage_; }
+
+  /// Completes what the arriving output owes, applies its update, reads the compute input and moves
+  /// it to the rows compute runs on; the stream becomes Written. UsageError on a prepared branch.
+  residual::StageInput prepare(const residual::LayerOutput& h, residual::ForwardBatch& batch,
+                               const residual::ReadOptions& options = {});
+
+  /// A PARTIAL attention publishes compute's output (owing its declared sum). UsageError otherwise
+  /// ("use the stage exit scope for an FFN or single-stage mixer").
+  residual::LayerOutput finish(const Tensor& output, residual::ForwardBatch& batch);
+
+  /// The exit scope of an FFN or single-stage mixer: its flags are visible to compute (on
+  /// batch.exit_flags) while the scope lives; finish() applies the decision compute saw, once.
+  class Exit {
+   public:
+    Exit(StageRunner& runner, residual::ForwardBatch& batch);
+    const ExitFlags& flags() const;
+    /// Applies the decision to compute's output (a complete tensor or this rank's partial).
+    residual::LayerOutput finish(const Tensor& output);
+    /// Compute returned a producer handoff; UsageError unless the exit allowed it.
+    residual::LayerOutput finish(const residual::HandoffOutput& handoff);
+
+   private:
+    StageRunner& runner_;
+    residual::ForwardBatch& batch_;
+    std::optional<FfnExit> ffn_;
+    std::optional<MixerExit> mixer_;
+    bool finished_ = false;
+  };
+  Exit exit(residual::ForwardBatch& batch) { return Exit(*this, batch); }
+
+  /// An FFN that ran without an exit scope (operation-scheduled TBO): its output is complete;
+  /// moves it back to the layer's handoff rows (a plain scatter under DP) and leaves nothing owed.
+  residual::LayerOutput postprocess(const Tensor& output, residual::ForwardBatch& batch);
+
+  /// Pipeline reception on a partition's first stage: rebuilds the stream from what arrived,
+  /// re-declaring the sum the input owes by construction (the sender kept it raw).
+  residual::LayerOutput from_pp(const rows::PipelineTensors& tensors, residual::ForwardBatch& batch,
+                                const residual::StageUpdate& arriving_update);
+
+ private:
+  // prepare's parts
+  const EntryPaths& select_paths(const BoundPath& path, residual::ResidualStream& stream);
+  residual::StageInput run_step(const EntryStep& step, const BoundPath& path, residual::ResidualStream& stream,
+                                const residual::LayerOutput& h, residual::ForwardBatch& batch,
+                                const residual::ReadOptions& options);
+  // exit's parts
+  residual::LayerOutput finish_ffn(const FfnDecision& d, const Tensor& output, residual::ForwardBatch& batch);
+  residual::LayerOutput finish_mixer(const MixerDecision& d, const Tensor& output, residual::ForwardBatch& batch);
+  Tensor return_over_dp(DpStep step, const Tensor& global, const BatchFacts& facts);
+  residual::LayerOutput leave_complete(const Tensor& value, residual::ForwardBatch& batch);
+  residual::DeclaredSum declared(SumGroup group);
+  residual::CompleteSum& all_reduce_of(SumGroup group) { return all_reduce_refs_[static_cast<size_t>(group)]; }
+
+  const StageBoundary& stage_;
+  rows::ProcessGroups& groups_;
+  residual::RmsNorm& norm_;
+  const residual::StageRead& read_;
+  const residual::StageUpdate& update_;
+  rows::Scratch scratch_;
+  rows::Scratch pre_moved_;   ///< input moved before the update (slice, reduce-scatter, take-back)
+  rows::Scratch residual_;    ///< a residual gathered or sliced for the read
+  rows::Scratch gathered_;    ///< the compute input moved after the read (DP / TP / CP gather)
+  rows::Scratch local_;       ///< an output returned to this replica's rows
+
+  // Completions the stream references by FunctionRef: they live as long as the runner.
+  using Completion = std::function<Tensor(const Tensor&, residual::ForwardBatch&)>;
+  std::array<Completion, 4> all_reduce_;  ///< per SumGroup: in-place all-reduce over its group
+  std::array<residual::CompleteSum, 4> all_reduce_refs_;
+  Completion carried_then_scatter_;       ///< all-reduce the global buffer, then DP scatter
+  Completion deferred_dp_step_;           ///< the RS / RSv chosen by the exit, run at the next input
+  DpStep deferred_step_ = DpStep::NONE;
+  residual::CompleteSum carried_then_scatter_ref_, deferred_dp_step_ref_;
+};
+
+}  // namespace seam::boundary
