@@ -54,3 +54,16 @@ seam_add_sim_test(tp2_dp2_pp2_rsv_AE_idle NP 4 ARGS --tp 2 --attn-dp 2 --pp 2 --
   EXPECT "MOE_OUTPUT reduce_scatterv at next input \\(deferred\\).*# pipeline stage 1")
 seam_add_sim_test(tp4_dp2_pp2_rs_AF_max NP 8 ARGS --tp 4 --attn-dp 2 --pp 2 --policy rs --pattern AF --layers 2 --tokens 6,1 --padding max
   EXPECT "DP gather \\(partial, completes ATTN_TP\\).*# pipeline stage 1.*TP reduce_scatter at exit")
+
+# SUM_LEN DP partial gather (zero-fill + copy at offset + TP all-reduce) beside an idle replica.
+seam_add_sim_test(tp4_dp2_ar_AE_sum_idle NP 4 ARGS --tp 4 --attn-dp 2 --policy ar --pattern AE --layers 2 --tokens 0,5 --padding sum
+  EXPECT "DP gather \\(partial, completes ATTN_TP\\).*# collectives executed.*TP +all_reduce")
+# Seam's host fused all-reduce + add + RMSNorm completes the FFN input's attention-TP sum (an
+# all-gather of the partials) and the attention input's carried TP sum; without it, all-reduces.
+seam_add_sim_test(tp2_ar_AF_fused NP 2 ARGS --tp 2 --policy ar --pattern AF --layers 2 --tokens 5
+  EXPECT "ATTN_TP +all_gather +2 calls.*TP +all_gather +1 calls")
+seam_add_sim_test(tp2_ar_AF_unfused NP 2 ARGS --tp 2 --policy ar --pattern AF --layers 2 --tokens 5 --no-fusion
+  EXPECT "ATTN_TP +all_reduce +2 calls.*TP +all_reduce +2 calls")
+# `auto` resolves like a dummy checkpoint (rs+rsv): RSv where eligible.
+seam_add_sim_test(tp2_dp2_auto_AE_bf16 NP 2 ARGS --tp 2 --attn-dp 2 --policy auto --pattern AE --layers 2 --tokens 1,6 --dtype bf16
+  EXPECT "policy rs\\+rsv.*MOE_OUTPUT reduce_scatterv at next input \\(deferred\\)")

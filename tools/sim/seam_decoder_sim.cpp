@@ -79,21 +79,33 @@ std::vector<double> gather_traffic(comm::Communicator& world, const boundary::ro
   return all;
 }
 
-void print_traffic(const std::vector<double>& all, int world_size, const SimArgs& a) {
+// One table per run of consecutive ranks that executed the same collectives.
+void print_traffic(const std::vector<double>& all, int world_size) {
   using namespace boundary::rows;
   const size_t per_rank = all.size() / static_cast<size_t>(world_size);
-  for (int rank = 0; rank < world_size; ++rank) {
-    std::printf("# collectives executed by rank %d (pipeline stage %d, TP rank %d):\n", rank, rank / a.tp, rank % a.tp);
+  auto table = [&](int rank) {
+    std::string lines;
     size_t i = per_rank * static_cast<size_t>(rank);
-    bool any = false;
     for (int g = 0; g < kGroupKindCount; ++g)
       for (int k = 0; k < kCollectiveKindCount; ++k, i += 2) {
         if (all[i] == 0) continue;
-        any = true;
-        std::printf("#   %-10s %-16s %4.0f calls %10.0f bytes\n", std::string(group_kind_name(static_cast<GroupKind>(g))).c_str(),
-                    std::string(collective_kind_name(static_cast<CollectiveKind>(k))).c_str(), all[i], all[i + 1]);
+        char line[128];
+        std::snprintf(line, sizeof line, "#   %-10s %-16s %4.0f calls %10.0f bytes\n",
+                      std::string(group_kind_name(static_cast<GroupKind>(g))).c_str(),
+                      std::string(collective_kind_name(static_cast<CollectiveKind>(k))).c_str(), all[i], all[i + 1]);
+        lines += line;
       }
-    if (!any) std::printf("#   none\n");
+    return lines.empty() ? std::string("#   none\n") : lines;
+  };
+  for (int first = 0; first < world_size;) {
+    const std::string lines = table(first);
+    int last = first;
+    while (last + 1 < world_size && table(last + 1) == lines) ++last;
+    if (first == last)
+      std::printf("# collectives executed by rank %d:\n%s", first, lines.c_str());
+    else
+      std::printf("# collectives executed by each of ranks %d-%d:\n%s", first, last, lines.c_str());
+    first = last + 1;
   }
 }
 
@@ -155,7 +167,7 @@ int run(int argc, char** argv) {
     max_err = std::max(max_err, all[3 * r + 2]);
   }
   if (lead) {
-    if (!args.quiet) print_traffic(traffic, world->size(), args);
+    if (!args.quiet) print_traffic(traffic, world->size());
     std::printf("# tolerance (%s): %s\n", args.dtype == DType::bf16 ? "bf16" : "fp32", tol.describe().c_str());
     std::printf("seam_decoder_sim: %s — %.0f values checked (output and residual), %.0f mismatched, max abs error %.3g\n",
                 mismatched == 0 && checked > 0 ? "PASS" : "FAIL", checked, mismatched, max_err);
