@@ -1,7 +1,7 @@
 // Internal: the row pipeline every add+RMSNorm variant shares (plain, fused reduce, quantised).
 // One row at a time: sum the row's inputs in FP32 into a per-thread scratch row, write the
-// rounded residual, take the inverse RMS, then hand the FP32 normalised row to an emitter that
-// stores it (rounded output, or FP8 with a per-token scale).
+// rounded residual, take the inverse RMS, then hand the row with its inverse RMS and folded weight
+// to an emitter that stores it (rounded output, or FP8 with a per-token scale).
 #pragma once
 
 #include <cmath>
@@ -45,31 +45,41 @@ typename Io::T* mutable_row_of(const Tensor& t, int64_t r) {
 }
 
 /// s = this row's FP32 sum in the reference order; writes the rounded residual (and reduced sum).
+/// The residual must not overlap the summands (restrict lets the loops vectorise).
 template <class Io>
-void sum_row(const NormInputs& in, int64_t r, int64_t cols, float* s) {
-  const typename Io::T* first = row_of<Io>(in.partials[0], r);
+void sum_row(const NormInputs& in, int64_t r, int64_t cols, float* __restrict s) {
+  using T = typename Io::T;
+  const T* __restrict first = row_of<Io>(in.partials[0], r);
   for (int64_t c = 0; c < cols; ++c) s[c] = Io::load(first[c]);
   if (in.partials.size() > 1) {
     for (size_t i = 1; i < in.partials.size(); ++i) {
-      const typename Io::T* p = row_of<Io>(in.partials[i], r);
+      const T* __restrict p = row_of<Io>(in.partials[i], r);
       for (int64_t c = 0; c < cols; ++c) s[c] += Io::load(p[c]);
     }
     // The sum lands in the I/O dtype first, exactly as an unfused all-reduce would return it.
-    typename Io::T* reduced = in.reduced_out ? mutable_row_of<Io>(*in.reduced_out, r) : nullptr;
+    T* reduced = in.reduced_out ? mutable_row_of<Io>(*in.reduced_out, r) : nullptr;
     for (int64_t c = 0; c < cols; ++c) {
-      const typename Io::T v = Io::store(s[c]);
+      const T v = Io::store(s[c]);
       if (reduced) reduced[c] = v;
       s[c] = Io::load(v);
     }
   }
   if (!in.residual) return;
-  typename Io::T* residual = mutable_row_of<Io>(*in.residual, r);
-  for (int64_t c = 0; c < cols; ++c) s[c] += Io::load(residual[c]);
+  T* __restrict residual = mutable_row_of<Io>(*in.residual, r);
   if (in.extra) {
-    const typename Io::T* extra = row_of<Io>(*in.extra, r);
-    for (int64_t c = 0; c < cols; ++c) s[c] += Io::load(extra[c]);
+    const T* __restrict extra = row_of<Io>(*in.extra, r);
+    for (int64_t c = 0; c < cols; ++c) {
+      const float x = (s[c] + Io::load(residual[c])) + Io::load(extra[c]);
+      s[c] = x;
+      residual[c] = Io::store(x);
+    }
+  } else {
+    for (int64_t c = 0; c < cols; ++c) {
+      const float x = s[c] + Io::load(residual[c]);
+      s[c] = x;
+      residual[c] = Io::store(x);
+    }
   }
-  for (int64_t c = 0; c < cols; ++c) residual[c] = Io::store(s[c]);
 }
 
 /// 1 / sqrt(mean(s²) + eps), the square sum accumulated in FP32 over eight fixed lanes (a fixed
@@ -84,8 +94,9 @@ inline float inverse_rms(const float* s, int64_t cols, float eps) {
   return 1.0f / std::sqrt(total / static_cast<float>(cols) + eps);
 }
 
-/// Runs the pipeline over every row: emit(r, y) receives the FP32 normalised row y (cols values,
-/// scratch the emitter may overwrite).
+/// Runs the pipeline over every row: emit(r, s, inv, w) receives the row's FP32 sum s (scratch the
+/// emitter may overwrite), its inverse RMS and the folded weight; the normalised value of column c
+/// is (s[c] · inv) · w[c].
 template <class Io, class Emit>
 void for_each_normed_row(const NormInputs& in, const RmsNormSpec& norm, Emit&& emit) {
   const int64_t rows = in.partials[0].rows, cols = in.partials[0].cols;
@@ -96,9 +107,7 @@ void for_each_normed_row(const NormInputs& in, const RmsNormSpec& norm, Emit&& e
   fold_weight(norm, cols, w);
   for (int64_t r = 0; r < rows; ++r) {
     sum_row<Io>(in, r, cols, s);
-    const float inv = inverse_rms(s, cols, norm.eps);
-    for (int64_t c = 0; c < cols; ++c) s[c] = (s[c] * inv) * w[c];
-    emit(r, s);
+    emit(r, s, inverse_rms(s, cols, norm.eps), static_cast<const float*>(w));
   }
 }
 

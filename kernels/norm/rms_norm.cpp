@@ -71,9 +71,9 @@ void run_norm(const detail::NormInputs& in, const RmsNormSpec& norm, const Tenso
   detail::validate(in, norm, out, in.partials[0].dtype);
   dispatch_io(out.dtype, [&](auto io) {
     using Io = decltype(io);
-    detail::for_each_normed_row<Io>(in, norm, [&](int64_t r, const float* y) {
-      typename Io::T* o = detail::mutable_row_of<Io>(out, r);
-      for (int64_t c = 0; c < out.cols; ++c) o[c] = Io::store(y[c]);
+    detail::for_each_normed_row<Io>(in, norm, [&](int64_t r, const float* __restrict s, float inv, const float* __restrict w) {
+      typename Io::T* __restrict o = detail::mutable_row_of<Io>(out, r);
+      for (int64_t c = 0; c < out.cols; ++c) o[c] = Io::store((s[c] * inv) * w[c]);
     });
   });
 }

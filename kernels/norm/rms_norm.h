@@ -30,7 +30,8 @@ struct RmsNormSpec {
 void rms_norm(const Tensor& x, const RmsNormSpec& norm, const Tensor& out);
 
 /// residual := x + residual [+ extra] rounded to the I/O dtype (in place);
-/// out := RMSNorm of the unrounded FP32 sum. extra may be null; out may alias x.
+/// out := RMSNorm of the unrounded FP32 sum. extra may be null; out may alias x; the residual must
+/// not overlap x.
 void add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor* extra,
                   const RmsNormSpec& norm, const Tensor& out);
 

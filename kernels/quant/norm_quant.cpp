@@ -14,11 +14,11 @@ void run_norm_fp8(const detail::NormInputs& in, const RmsNormSpec& norm, const F
   if (out.values.rows > 0 && !out.scales) throw ValueError("norm kernel: the FP8 output has no scales");
   dispatch_io(in.partials[0].dtype, [&](auto io) {
     using Io = decltype(io);
-    detail::for_each_normed_row<Io>(in, norm, [&](int64_t r, float* y) {
+    detail::for_each_normed_row<Io>(in, norm, [&](int64_t r, float* y, float inv, const float* w) {
       const int64_t cols = out.values.cols;
       float absmax = 0.0f;
       for (int64_t c = 0; c < cols; ++c) {
-        y[c] = Io::load(Io::store(y[c]));  // the activation-dtype norm output the reference quantises
+        y[c] = Io::load(Io::store((y[c] * inv) * w[c]));  // the activation-dtype norm output the reference quantises
         absmax = std::max(absmax, std::fabs(y[c]));
       }
       const float scale = std::max(absmax / kFp8E4m3Max, kFp8MinScale);
