@@ -1,6 +1,7 @@
 #include "runtime/collectives/selection.h"
 
 #include "layouts/config.h"
+#include "layouts/errors.h"
 #include "layouts/log.h"
 
 namespace seam::collectives {
@@ -48,6 +49,8 @@ std::string_view algorithm_name(Algorithm a) {
 
 Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_view transport) {
   const std::string& forced = Config::get().algorithm;
+  if (!forced.empty() && forced != "direct" && forced != "ring" && forced != "shm")
+    throw ValueError("SEAM_ALGO: unknown algorithm '" + forced + "' (direct, ring or shm)");
   // Through shared memory whenever every rank is local: it beats messages at every size.
   const bool shm = ranks > 1 && transport == "shm" && has_shm_schedule(c);
   Algorithm chosen = shm && forced.empty() ? Algorithm::shm : by_size(bytes);

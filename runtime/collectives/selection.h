@@ -24,7 +24,10 @@ std::string_view collective_name(Collective c);
 std::string_view algorithm_name(Algorithm a);
 
 /// The algorithm a call of `ranks` ranks moving `bytes` (the whole buffer: all ranks' blocks)
-/// gets over `transport` (perf tools print it per row).
+/// gets over `transport` (perf tools print it per row): shm when every rank is on the shm
+/// transport and the collective has a shared-memory schedule, else direct up to
+/// SEAM_SMALL_MSG_BYTES and ring above. SEAM_ALGO=direct|ring|shm forces one where it applies
+/// (shm only where possible); another name is a ValueError.
 Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_view transport);
 
 /// choose_algorithm for this group, logged at debug level with the count, dtype and transport.
