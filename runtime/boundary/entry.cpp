@@ -83,6 +83,7 @@ EntryStep select_entry_step(const EdgeDecl& e, bool plain, bool enters_stack, co
         residual_to != kTp)
       unsupported(e);
     s.pre_move = owes ? PreMove::TP_REDUCE_SCATTER : PreMove::TP_SLICE;
+    s.residual_move = ResidualMove::ATTN_TP_SLICE;  // the residual is sliced the same way (attn_tp == tp here)
     return s;
   }
   // D: gather over CP after selecting the step on this rank's own chunk.

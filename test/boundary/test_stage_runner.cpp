@@ -14,6 +14,7 @@
 #include "layouts/errors.h"
 #include "runtime/boundary/factories.h"
 #include "runtime/boundary/introspection.h"
+#include "runtime/boundary/rows/host_fusion.h"
 #include "runtime/boundary/rows/tensor_collectives.h"
 #include "runtime/boundary/runner.h"
 #include "runtime/comm/communicator.h"
@@ -71,19 +72,45 @@ struct Case {
   ReductionPolicy policy;
   std::vector<int64_t> tokens;
   PaddingMode padding;
+  bool a2a = false;              ///< MoE on local rows (all-to-all backend)
+  bool input_scattered = false;  ///< the INPUT_SCATTERED variant (embedding arrives as a TP partial)
+  bool fused = false;            ///< Seam's host all-reduce+add+norm fusion provider on every stage
 };
 
+std::string name(const Case& k) {
+  return k.pattern + " attn_dp=" + std::to_string(k.attn_dp) + " policy=" + std::string(policy_name(k.policy)) +
+         " padding=" + (k.padding == PaddingMode::MAX_LEN ? "MAX_LEN" : "SUM_LEN") + (k.a2a ? " a2a" : "") +
+         (k.input_scattered ? " input-scattered" : "") + (k.fused ? " fused" : "");
+}
+
+void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world);
+
 void run_case(const Case& k, const std::shared_ptr<comm::Communicator>& world) {
+  try {
+    run_stack(k, world);
+  } catch (const std::exception& e) {
+    fail(name(k) + ": " + e.what());
+  }
+}
+
+void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) {
   const int tp = world->size();
   PlanContext ctx;
   ctx.topology = Topology::make(tp, k.attn_dp);
-  if (ctx.topology.attn_tp == 1 && k.attn_dp > 1) {  // the RSv topology: EP over the DP replicas
+  if (k.a2a) {
+    ctx.topology.moe_a2a_backend = true;
+    ctx.topology.moe_ep = tp;
+    ctx.topology.moe_tp = 1;
+  } else if (ctx.topology.attn_tp == 1 && k.attn_dp > 1) {  // the RSv topology: EP over the DP replicas
     ctx.topology.moe_ep = k.attn_dp;
     ctx.topology.moe_tp = tp / k.attn_dp;
   }
+  ctx.topology.attn_tp_input_scattered = k.input_scattered;
   ctx.topology.validate();
   ctx.policy = k.policy;
   rows::ProcessGroups groups(world, ctx.topology);
+  const std::shared_ptr<const FusionProvider> fusions =
+      k.fused ? std::make_shared<rows::HostAllReduceNormFusion>(groups) : nullptr;
 
   // One norm per stage plus the final norm, weights one.
   Buffer ones_storage(kHidden * 4);
@@ -97,7 +124,7 @@ void run_case(const Case& k, const std::shared_ptr<comm::Communicator>& world) {
                                : letter == 'M' ? declare_attn({.read = NORM_READ, .reduction = ProducerReduction::SCOPED,
                                                                .gathers_tp_input = false})
                                                : declare_ffn({.sparse = letter == 'E'});
-    specs.push_back({d, norms.back().get()});
+    specs.push_back({d, norms.back().get(), {.fusions = fusions}});
   }
   residual::RmsNorm final_norm(ones, 1e-6f);
   const auto stages = make_stages(ctx, specs, {.terminal = true});
@@ -108,13 +135,16 @@ void run_case(const Case& k, const std::shared_ptr<comm::Communicator>& world) {
 
   residual::ForwardBatch batch;
   const int dp = groups.attn().dp;
-  batch.facts = BatchFacts::make(k.tokens, dp, ctx.topology.attn_tp, k.padding);
+  const BatchVariant variant = k.input_scattered ? BatchVariant::INPUT_SCATTERED : BatchVariant::ORDINARY;
+  batch.facts = BatchFacts::make(k.tokens, dp, ctx.topology.attn_tp, k.padding, variant);
   const int64_t local_rows = batch.facts.local_rows();
+  // An input-scattered batch starts from the vocab-parallel embedding's TP partial.
+  const float embed_weight = k.input_scattered ? weight(tp, groups.tp_rank()) : 1.f;
   Buffer embed_storage(static_cast<size_t>(local_rows * kHidden) * 4 + 4);
   const Tensor embed = embed_storage.as_tensor(DType::f32, local_rows, kHidden);
   for (int64_t i = 0; i < local_rows; ++i)
     for (int64_t c = 0; c < kHidden; ++c)
-      static_cast<float*>(embed.row(i))[c] = i < k.tokens[dp] ? embedding(dp, i, c) : 0.f;
+      static_cast<float*>(embed.row(i))[c] = i < k.tokens[dp] ? embed_weight * embedding(dp, i, c) : 0.f;
 
   std::vector<Buffer> outputs(stages.size());
   residual::start(batch);
@@ -122,12 +152,24 @@ void run_case(const Case& k, const std::shared_ptr<comm::Communicator>& world) {
   for (size_t s = 0; s < stages.size(); ++s) {
     const char letter = k.pattern[s];
     StageRunner& runner = *runners[s];
-    const Tensor in = runner.prepare(h, batch).values;
+    Tensor in = runner.prepare(h, batch).values;
+    const BoundPath& path = runner.stage().plan().path(variant);
+    // An attention that gathers its sliced input itself (input-scattered) does so first.
+    Buffer gathered;
+    if (path.stage.input.gathers_itself.has(TokenAxis::ATTN_TP_SCATTER) && in.rows < local_rows) {
+      gathered = Buffer(static_cast<size_t>(local_rows * kHidden) * 4 + 4);
+      const Tensor full = gathered.as_tensor(DType::f32, local_rows, kHidden);
+      rows::all_gather(groups, rows::GroupKind::ATTN_TP, in, full).wait();
+      in = full;
+    }
     outputs[s] = Buffer(static_cast<size_t>(in.rows * kHidden) * 4 + 4);
     const Tensor out = outputs[s].as_tensor(DType::f32, in.rows, kHidden);
     const bool attention = letter == 'A' || letter == 'M';
-    const rows::GroupKind group = attention ? rows::GroupKind::ATTN_TP : rows::GroupKind::TP;
-    const float w = scale(letter) * weight(groups.size(group), groups.rank_in(group));
+    const rows::GroupKind group = attention                ? rows::GroupKind::ATTN_TP
+                                  : letter == 'E'          ? rows::GroupKind::MOE_OUTPUT
+                                                           : rows::GroupKind::TP;
+    const bool partial = path.stage.output.group.has_value();  // else compute returns complete rows
+    const float w = scale(letter) * (partial ? weight(groups.size(group), groups.rank_in(group)) : 1.f);
     for (int64_t i = 0; i < in.rows; ++i)
       for (int64_t c = 0; c < kHidden; ++c)
         static_cast<float*>(out.row(i))[c] = w * static_cast<const float*>(in.row(i))[c];
@@ -135,7 +177,7 @@ void run_case(const Case& k, const std::shared_ptr<comm::Communicator>& world) {
       h = runner.finish(out, batch);
     } else {
       StageRunner::Exit exit = runner.exit(batch);
-      if (!exit.flags().compute_skips_sum()) rows::all_reduce(groups, group, out).wait();
+      if (partial && !exit.flags().compute_skips_sum()) rows::all_reduce(groups, group, out).wait();
       h = exit.finish(out);
     }
   }
@@ -145,8 +187,7 @@ void run_case(const Case& k, const std::shared_ptr<comm::Communicator>& world) {
     for (int64_t c = 0; c < kHidden; ++c) {
       const float got = static_cast<const float*>(result.row(i))[c];
       if (std::fabs(got - expected[c]) > 1e-4f * (1.f + std::fabs(expected[c])))
-        fail(k.pattern + " attn_dp=" + std::to_string(k.attn_dp) + " policy=" + std::string(policy_name(k.policy)) +
-             " padding=" + (k.padding == PaddingMode::MAX_LEN ? "MAX_LEN" : "SUM_LEN") + ": token " + std::to_string(i) +
+        fail(name(k) + ": token " + std::to_string(i) +
              " col " + std::to_string(c) + " got " + std::to_string(got) + " expected " + std::to_string(expected[c]));
     }
   }
@@ -160,17 +201,32 @@ int main() {
     g_rank = world->rank();
     const int tp = world->size();
     int cases = 0;
+    const ReductionPolicy policies[] = {ReductionPolicy::AR, ReductionPolicy::RS, ReductionPolicy::RSV,
+                                        ReductionPolicy::RS_RSV};
     for (int attn_dp = 1; attn_dp <= tp; attn_dp *= 2) {
       if (tp % attn_dp) continue;
       std::vector<int64_t> tokens;
       for (int d = 0; d < attn_dp; ++d) tokens.push_back(d == 1 ? 0 : 3 + 2 * d);  // replica 1 idle
-      for (const char* pattern : {"AFAF", "AEAE", "MMF", "MFMF"})
-        for (ReductionPolicy policy : {ReductionPolicy::AR, ReductionPolicy::RS, ReductionPolicy::RSV, ReductionPolicy::RS_RSV})
-          for (PaddingMode padding : {PaddingMode::MAX_LEN, PaddingMode::SUM_LEN}) {
-            run_case({pattern, attn_dp, policy, tokens, padding}, world);
-            ++cases;
-          }
+      for (bool fused : {false, true})
+        for (const char* pattern : {"AFAF", "AEAE", "MMF", "MFMF"})
+          for (ReductionPolicy policy : policies)
+            for (PaddingMode padding : {PaddingMode::MAX_LEN, PaddingMode::SUM_LEN}) {
+              run_case({pattern, attn_dp, policy, tokens, padding, false, false, fused}, world);
+              ++cases;
+            }
+      // An all-to-all MoE on this rank's own rows (attention-TP slices under attention TP).
+      for (const char* pattern : {"AEAE", "AEAFAE"}) {
+        run_case({pattern, attn_dp, ReductionPolicy::RS_RSV, tokens, PaddingMode::SUM_LEN, true}, world);
+        ++cases;
+      }
     }
+    // Input-scattered attention: the embedding and every FFN leave a TP partial for the next
+    // attention's TP reduce-scatter; the FFN's residual joins its input sum on the slices.
+    if (tp > 1)
+      for (ReductionPolicy policy : policies) {
+        run_case({"AFAF", 1, policy, {4 * tp + 1}, PaddingMode::MAX_LEN, false, true}, world);
+        ++cases;
+      }
     if (g_rank == 0) std::printf("test_stage_runner: %d stacks on %d ranks match the reference\n", cases, tp);
     return 0;
   } catch (const std::exception& e) {
