@@ -1,7 +1,6 @@
 #include "kernels/norm/hyper_connection.h"
 
 #include <string>
-#include <vector>
 
 #include "kernels/norm/elementwise.h"
 #include "kernels/norm/io_dtype.h"
@@ -41,12 +40,12 @@ void hyper_post(const Tensor& streams, int n, const Tensor& out, std::span<const
   const int64_t width = stream_width(streams, n);
   if (out.rows != streams.rows || out.cols != width || out.dtype != streams.dtype)
     throw ValueError("hyper-connection: the layer output does not match one stream");
-  if (res.size() != static_cast<size_t>(n * n) || post.size() != static_cast<size_t>(n))
+  if (n > kMaxHyperStreams || res.size() != static_cast<size_t>(n * n) || post.size() != static_cast<size_t>(n))
     throw ValueError("hyper-connection: coefficients do not match the stream count");
   dispatch_io(streams.dtype, [&](auto io) {
     using Io = decltype(io);
     using T = typename Io::T;
-    std::vector<float> old(n);
+    float old[kMaxHyperStreams];
     for (int64_t r = 0; r < streams.rows; ++r) {
       T* row = static_cast<T*>(streams.row(r));
       const T* o = static_cast<const T*>(out.row(r));

@@ -1,5 +1,6 @@
 #include "runtime/residual/mhc.h"
 
+#include <algorithm>
 #include <string>
 
 #include "kernels/norm/hyper_connection.h"
@@ -90,8 +91,9 @@ Tensor MhcLayer::FfnUpdate::update(const Tensor& h, const Tensor& residual) cons
   if (!layer_.last_layer_) return residual;
   // The stack's end: contract the streams back to one hidden state (their mean).
   const Tensor contracted = workspace(layer_.contracted_, residual.dtype, residual.rows, h.cols);
-  const std::vector<float> mean(layer_.streams_, 1.0f / static_cast<float>(layer_.streams_));
-  kernels::hyper_combine(residual, layer_.streams_, mean, contracted);
+  float mean[kernels::kMaxHyperStreams];
+  std::fill_n(mean, layer_.streams_, 1.0f / static_cast<float>(layer_.streams_));
+  kernels::hyper_combine(residual, layer_.streams_, std::span<const float>(mean, layer_.streams_), contracted);
   return contracted;
 }
 
