@@ -16,7 +16,7 @@
 #include "runtime/residual/batch.h"
 #include "tools/sim/model.h"
 #include "tools/sim/stack.h"
-#include "tools/sim/stage_executor.h"
+#include "tools/sim/driver.h"
 
 using namespace seam;
 using namespace seam::sim;
@@ -45,7 +45,7 @@ PerfArgs parse(int argc, char** argv) {
 }
 
 // One forward through every boundary; compute is a no-op that hands back a fixed output.
-void forward(SimStack& stack, std::vector<std::unique_ptr<StageExecutor>>& stages, residual::ForwardBatch& batch,
+void forward(SimStack& stack, std::vector<std::unique_ptr<boundary::StageRunner>>& stages, residual::ForwardBatch& batch,
              const Tensor& embedding, const Tensor& output) {
   residual::start(batch);
   residual::LayerOutput h(embedding);
@@ -72,8 +72,7 @@ int main(int argc, char** argv) {
   const boundary::PlanContext ctx{Topology::make(1), boundary::ReductionPolicy::RS_RSV};
   SimStack stack(model, ctx, 1, 0, nullptr);
   boundary::rows::ProcessGroups groups(ctx.topology);
-  std::vector<std::unique_ptr<StageExecutor>> stages;
-  for (int64_t i = stack.begin(); i < stack.end(); ++i) stages.push_back(std::make_unique<StageExecutor>(stack.stage(i), groups));
+  auto stages = bind_runners(stack, groups);
 
   residual::ForwardBatch batch;
   const std::vector<int64_t> tokens = {a.tokens};

@@ -4,8 +4,9 @@
 #include <vector>
 
 #include "runtime/boundary/rows/tensor_collectives.h"
+#include "layouts/errors.h"
+#include "runtime/residual/add_norm.h"
 #include "runtime/residual/batch.h"
-#include "tools/sim/stage_executor.h"
 #include "tools/sim/token_rows.h"
 
 namespace seam::sim {
@@ -37,14 +38,27 @@ residual::OwnedTensor embeddings(const Model& model, const BatchFacts& facts) {
   return e;
 }
 
+const residual::StageRead& read_of(const boundary::StageDeclaration& d) {
+  if (d.read == boundary::NORM_READ) return residual::norm_read();
+  if (d.read == boundary::NORM_QUANT_READ) return residual::norm_quant_read();
+  throw NotSupportedError("the simulator's stages read with NORM_READ or NORM_QUANT_READ, not " + std::string(d.read.name));
+}
+
 }  // namespace
 
-ForwardOutput run_forward(const Model& model, SimStack& stack, ProcessGroups& groups,
-                          boundary::rows::PipelineHandoff& handoff, residual::ForwardBatch& batch) {
-  std::vector<std::unique_ptr<StageExecutor>> executors;
-  for (int64_t i = stack.begin(); i < stack.end(); ++i)
-    executors.push_back(std::make_unique<StageExecutor>(stack.stage(i), groups));
-  auto executor = [&](int64_t i) -> StageExecutor& { return *executors[static_cast<size_t>(i - stack.begin())]; };
+std::vector<std::unique_ptr<boundary::StageRunner>> bind_runners(SimStack& stack, ProcessGroups& groups) {
+  std::vector<std::unique_ptr<boundary::StageRunner>> runners;
+  for (int64_t i = stack.begin(); i < stack.end(); ++i) {
+    const boundary::StageBoundary& stage = stack.stage(i);
+    runners.push_back(std::make_unique<boundary::StageRunner>(stage, groups, stack.norm(i), read_of(stage.declaration()),
+                                                              residual::add_update()));
+  }
+  return runners;
+}
+
+ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::unique_ptr<boundary::StageRunner>>& runners,
+                          ProcessGroups& groups, boundary::rows::PipelineHandoff& handoff, residual::ForwardBatch& batch) {
+  auto runner = [&](int64_t i) -> boundary::StageRunner& { return *runners[static_cast<size_t>(i - stack.begin())]; };
 
   const residual::OwnedTensor input = embeddings(model, batch.facts);
   residual::LayerOutput h;
@@ -52,7 +66,7 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, ProcessGroups& gr
     residual::start(batch);
     h = residual::LayerOutput(input.view);
   } else {
-    h = executor(stack.begin()).from_pp(handoff.receive(), batch);
+    h = runner(stack.begin()).from_pp(handoff.receive(), batch, residual::add_update());
   }
 
   // Each stage's output storage lives until the next boundary has consumed it (the whole forward).
@@ -61,7 +75,7 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, ProcessGroups& gr
   for (int64_t i = stack.begin(); i < stack.end(); ++i) {
     boundary::StageBoundary& stage = stack.stage(i);
     const char kind = model.kind(i);
-    const residual::StageInput in = executor(i).prepare(h, batch);
+    const residual::StageInput in = runner(i).prepare(h, batch);
     const Share share = share_of(kind, groups);
     const std::vector<int64_t> ids = token_ids(batch.facts, stage.plan().path(batch.facts.variant()).stage.input.layout,
                                                groups.attn().tp, groups.topology().attn_tp);
@@ -69,13 +83,13 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, ProcessGroups& gr
     const Tensor out = outputs.back().view;
     if (stage.plan().finishes_directly()) {
       model.compute(i, in.values, ids, share.shard, out);
-      h = executor(i).finish(out, batch);
+      h = runner(i).finish(out, batch);
       continue;
     }
-    auto exit = executor(i).exit(batch);
+    auto exit = runner(i).exit(batch);
     model.compute(i, in.values, ids, share.shard, out);
     // Compute completes its own sum unless the exit told it the boundary completes or carries it.
-    if (!exit.compute_skips_sum()) boundary::rows::all_reduce(groups, share.group, out).wait();
+    if (!exit.flags().compute_skips_sum()) boundary::rows::all_reduce(groups, share.group, out).wait();
     h = exit.finish(out);
   }
 

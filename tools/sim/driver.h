@@ -5,8 +5,12 @@
 // sum only when the exit's flags do not tell it to skip.
 #pragma once
 
+#include <memory>
+#include <vector>
+
 #include "runtime/boundary/rows/pp_handoff.h"
 #include "runtime/boundary/rows/process_groups.h"
+#include "runtime/boundary/runner.h"
 #include "runtime/residual/forward_batch.h"
 #include "runtime/residual/owned_tensor.h"
 #include "tools/sim/model.h"
@@ -20,8 +24,13 @@ struct ForwardOutput {
   residual::OwnedTensor residual;  ///< the residual the final norm read
 };
 
+/// Binds every stage of the partition to this rank's groups, its norm and the plain residual
+/// operations (ADD; NORM_READ or NORM_QUANT_READ as declared).
+std::vector<std::unique_ptr<boundary::StageRunner>> bind_runners(SimStack& stack, boundary::rows::ProcessGroups& groups);
+
 /// Runs the partition on the batch `batch.facts` describes (this replica's embeddings as input).
-ForwardOutput run_forward(const Model& model, SimStack& stack, boundary::rows::ProcessGroups& groups,
-                          boundary::rows::PipelineHandoff& handoff, residual::ForwardBatch& batch);
+ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::unique_ptr<boundary::StageRunner>>& runners,
+                          boundary::rows::ProcessGroups& groups, boundary::rows::PipelineHandoff& handoff,
+                          residual::ForwardBatch& batch);
 
 }  // namespace seam::sim

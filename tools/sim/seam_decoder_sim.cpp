@@ -146,7 +146,8 @@ int run(int argc, char** argv) {
   boundary::rows::PipelineHandoff handoff(groups);
   residual::ForwardBatch batch;
   batch.facts = BatchFacts::make(args.tokens, groups.attn().dp, ctx.topology.attn_tp, args.padding_mode());
-  const ForwardOutput out = run_forward(model, stack, groups, handoff, batch);
+  auto runners = bind_runners(stack, groups);
+  const ForwardOutput out = run_forward(model, stack, runners, groups, handoff, batch);
 
   const int64_t total = std::accumulate(args.tokens.begin(), args.tokens.end(), int64_t{0});
   const ReferenceOutput ref = run_reference(model, total);

@@ -26,6 +26,8 @@ class SimStack {
   bool terminal() const { return terminal_; }
   /// Stage `index` (global index, begin() <= index < end()).
   boundary::StageBoundary& stage(int64_t index) { return stages_[static_cast<size_t>(index - begin_)]; }
+  /// Stage `index`'s input norm, and the final norm.
+  residual::RmsNorm& norm(int64_t index) { return *norms_[static_cast<size_t>(index - begin_)]; }
   residual::RmsNorm& final_norm() { return *norms_.back(); }
   /// The plan, one line per bound path: "L<i> <letter>  <path line>".
   std::vector<std::string> describe() const;
