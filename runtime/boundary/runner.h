@@ -14,8 +14,19 @@
 #include "runtime/boundary/rows/scratch.h"
 #include "runtime/boundary/stage.h"
 #include "runtime/residual/batch.h"
+#include "runtime/residual/branch.h"
 
 namespace seam::boundary {
+
+/// What an attention prepare may capture besides reading its input (§4.4).
+struct PrepareOptions {
+  residual::ReadOptions read{};
+  /// The updated residual this read produces, on the producer's rows (owned only when the move
+  /// back gathers); before the read at the stack's entry or with a post-residual addition.
+  residual::Capture capture_output{};
+  /// The same residual on the attention's compute-input rows (after its input gather).
+  residual::Capture captured_last_layer_outputs{};
+};
 
 class StageRunner {
  public:
@@ -33,6 +44,17 @@ class StageRunner {
   /// it to the rows compute runs on; the stream becomes Written. UsageError on a prepared branch.
   residual::StageInput prepare(const residual::LayerOutput& h, residual::ForwardBatch& batch,
                                const residual::ReadOptions& options = {});
+  /// prepare() with captures (attention stages only: UsageError on an FFN). A capture completes the
+  /// output's owed communication unfused first; the add+norm still runs.
+  residual::StageInput prepare(const residual::LayerOutput& h, residual::ForwardBatch& batch,
+                               const PrepareOptions& options);
+
+  /// The explicit capture convention: completes dynamic work on the main output, snapshots a
+  /// declared sum on a copy; returns the updated handle with the owned snapshot.
+  residual::CapturedOutput capture_output(const residual::LayerOutput& h, residual::ForwardBatch& batch,
+                                          bool skip_empty = false) {
+    return residual::capture_output(h, batch, skip_empty);
+  }
 
   /// A PARTIAL attention publishes compute's output (owing its declared sum). UsageError otherwise
   /// ("use the stage exit scope for an FFN or single-stage mixer").
@@ -62,6 +84,18 @@ class StageRunner {
   /// moves it back to the layer's handoff rows (a plain scatter under DP) and leaves nothing owed.
   residual::LayerOutput postprocess(const Tensor& output, residual::ForwardBatch& batch);
 
+  /// A prepared branch's entry: moves the input its source stage already read (`source_input`) and
+  /// the residual to this stage's rows and forks a written stream — no second update or norm.
+  /// Returns this stage's compute input. UsageError unless the stream holds a prepared input.
+  Tensor branch_input(const Tensor& source_input, residual::ForwardBatch& batch);
+  /// Moves a branch stage's complete output to the rows it hands on.
+  Tensor branch_output(const Tensor& output, residual::ForwardBatch& batch);
+  /// Merges `source`'s pending output h into `contribution` (this branch's complete output on its
+  /// handoff rows): output and residual move to these rows, the residual is written, and the sum
+  /// is left with the source's update, so the residual is added exactly once.
+  residual::LayerOutput merge_branch(const Tensor& contribution, const residual::LayerOutput& h,
+                                     const StageRunner& source, residual::ForwardBatch& batch);
+
   /// Pipeline reception on a partition's first stage: rebuilds the stream from what arrived,
   /// re-declaring the sum the input owes by construction (the sender kept it raw).
   residual::LayerOutput from_pp(const rows::PipelineTensors& tensors, residual::ForwardBatch& batch,
@@ -77,6 +111,9 @@ class StageRunner {
   residual::LayerOutput finish_ffn(const FfnDecision& d, const Tensor& output, residual::ForwardBatch& batch);
   residual::LayerOutput finish_mixer(const MixerDecision& d, const Tensor& output, residual::ForwardBatch& batch);
   Tensor return_over_dp(DpStep step, const Tensor& global, const BatchFacts& facts);
+  /// move_rows of a complete value (§3.4): gather attention TP, gather DP; cut DP, cut attention TP.
+  /// Returns `value` itself when the layouts match, else rows in `out`.
+  Tensor move_rows(const Tensor& value, Layout from, Layout to, const BatchFacts& facts, rows::Scratch& out);
   residual::LayerOutput leave_complete(const Tensor& value, residual::ForwardBatch& batch);
   residual::DeclaredSum declared(SumGroup group);
   residual::CompleteSum& all_reduce_of(SumGroup group) { return all_reduce_refs_[static_cast<size_t>(group)]; }
@@ -91,6 +128,10 @@ class StageRunner {
   rows::Scratch residual_;    ///< a residual gathered or sliced for the read
   rows::Scratch gathered_;    ///< the compute input moved after the read (DP / TP / CP gather)
   rows::Scratch local_;       ///< an output returned to this replica's rows
+  rows::Scratch captured_;    ///< a capture moved back to the producer's rows
+  rows::Scratch branch_;      ///< a branch input / residual / output on this stage's rows
+  rows::Scratch branch_residual_;
+  Buffer capture_workspace_;  ///< output + residual for a capture before the read
 
   // Completions the stream references by FunctionRef: they live as long as the runner.
   using Completion = std::function<Tensor(const Tensor&, residual::ForwardBatch&)>;

@@ -56,15 +56,21 @@ std::vector<float> rms_norm(const std::vector<float>& x) {
 }
 
 // The single-process reference for one token: residual r; each stage adds scale * norm(r).
-std::vector<float> reference(const std::string& pattern, int d, int64_t i) {
+// residuals[s] is r as stage s reads it; the last entry is the final norm's output.
+std::vector<std::vector<float>> reference(const std::string& pattern, int d, int64_t i) {
+  std::vector<std::vector<float>> residuals;
   std::vector<float> r(kHidden);
   for (int64_t c = 0; c < kHidden; ++c) r[c] = embedding(d, i, c);
   for (char letter : pattern) {
+    residuals.push_back(r);
     const std::vector<float> in = rms_norm(r);
     for (int64_t c = 0; c < kHidden; ++c) r[c] += scale(letter) * in[c];
   }
-  return rms_norm(r);
+  residuals.push_back(rms_norm(r));
+  return residuals;
 }
+
+bool close(float got, float expected) { return std::fabs(got - expected) <= 1e-4f * (1.f + std::fabs(expected)); }
 
 struct Case {
   std::string pattern;
@@ -75,12 +81,13 @@ struct Case {
   bool a2a = false;              ///< MoE on local rows (all-to-all backend)
   bool input_scattered = false;  ///< the INPUT_SCATTERED variant (embedding arrives as a TP partial)
   bool fused = false;            ///< Seam's host all-reduce+add+norm fusion provider on every stage
+  bool capture = false;          ///< every attention prepare captures its updated residual
 };
 
 std::string name(const Case& k) {
   return k.pattern + " attn_dp=" + std::to_string(k.attn_dp) + " policy=" + std::string(policy_name(k.policy)) +
          " padding=" + (k.padding == PaddingMode::MAX_LEN ? "MAX_LEN" : "SUM_LEN") + (k.a2a ? " a2a" : "") +
-         (k.input_scattered ? " input-scattered" : "") + (k.fused ? " fused" : "");
+         (k.input_scattered ? " input-scattered" : "") + (k.fused ? " fused" : "") + (k.capture ? " capture" : "");
 }
 
 void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world);
@@ -152,7 +159,25 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
   for (size_t s = 0; s < stages.size(); ++s) {
     const char letter = k.pattern[s];
     StageRunner& runner = *runners[s];
-    Tensor in = runner.prepare(h, batch).values;
+    // A capture copies the residual the attention read updates (borrowed values must be copied).
+    std::vector<float> captured;
+    int64_t captured_rows = 0;
+    auto collect = [&](const Tensor& value, bool) {
+      captured_rows = value.rows;
+      captured.assign(static_cast<const float*>(value.data), static_cast<const float*>(value.data) + value.rows * kHidden);
+    };
+    const bool captures = k.capture && (letter == 'A' || letter == 'M');
+    Tensor in = captures ? runner.prepare(h, batch, PrepareOptions{.capture_output = collect}).values
+                         : runner.prepare(h, batch).values;
+    if (captures) {
+      if (captured_rows != local_rows) fail(name(k) + ": captured " + std::to_string(captured_rows) + " rows");
+      for (int64_t i = 0; i < k.tokens[dp]; ++i) {
+        const std::vector<float> expected = reference(k.pattern, dp, i)[s];
+        for (int64_t c = 0; c < kHidden; ++c)
+          if (!close(captured[i * kHidden + c], expected[c]))
+            fail(name(k) + ": capture before stage " + std::to_string(s) + " token " + std::to_string(i));
+      }
+    }
     const BoundPath& path = runner.stage().plan().path(variant);
     // An attention that gathers its sliced input itself (input-scattered) does so first.
     Buffer gathered;
@@ -183,10 +208,10 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
   }
   const Tensor result = residual::norm(h, batch, final_norm);
   for (int64_t i = 0; i < k.tokens[dp]; ++i) {
-    const std::vector<float> expected = reference(k.pattern, dp, i);
+    const std::vector<float> expected = reference(k.pattern, dp, i).back();
     for (int64_t c = 0; c < kHidden; ++c) {
       const float got = static_cast<const float*>(result.row(i))[c];
-      if (std::fabs(got - expected[c]) > 1e-4f * (1.f + std::fabs(expected[c])))
+      if (!close(got, expected[c]))
         fail(name(k) + ": token " + std::to_string(i) +
              " col " + std::to_string(c) + " got " + std::to_string(got) + " expected " + std::to_string(expected[c]));
     }
@@ -211,7 +236,8 @@ int main() {
         for (const char* pattern : {"AFAF", "AEAE", "MMF", "MFMF"})
           for (ReductionPolicy policy : policies)
             for (PaddingMode padding : {PaddingMode::MAX_LEN, PaddingMode::SUM_LEN}) {
-              run_case({pattern, attn_dp, policy, tokens, padding, false, false, fused}, world);
+              run_case({pattern, attn_dp, policy, tokens, padding, false, false, fused,
+                        /*capture=*/policy == ReductionPolicy::RS}, world);
               ++cases;
             }
       // An all-to-all MoE on this rank's own rows (attention-TP slices under attention TP).
