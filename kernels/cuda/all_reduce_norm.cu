@@ -24,15 +24,20 @@ __device__ void peer_barrier(const PeerBuffers& peers, bool at_end, uint32_t epo
   __syncthreads();
 }
 
-template <class Io>
+template <class Io, bool kPacked>
 __global__ void one_shot_rows(device::RowArgs<Io> a, int64_t rows, typename Io::T* out, int64_t out_stride,
                               PeerBuffers peers, uint32_t epoch) {
   extern __shared__ float row[];
   peer_barrier(peers, false, epoch);  // every peer's partial is written
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float inv = device::sum_row(a, r, row);
-    device::normalise_row(a, inv, row);
-    device::store_row<Io>(row, a.cols, out + r * out_stride);
+    if constexpr (kPacked) {
+      const float inv = device::sum_row_packed(a, r, row);
+      device::store_normalised_packed(a, inv, row, out + r * out_stride);
+    } else {
+      const float inv = device::sum_row(a, r, row);
+      device::normalise_row(a, inv, row);
+      device::store_row<Io>(row, a.cols, out + r * out_stride);
+    }
   }
   peer_barrier(peers, true, epoch);  // no peer still reads this rank's partial
 }
@@ -49,17 +54,19 @@ cudaError_t one_shot_all_reduce_add_rms_norm(const PeerBuffers& peers, const Ten
   if (residual.dtype != layout.dtype || out.dtype != layout.dtype)
     throw TypeError("one-shot all-reduce: partials, residual and output share one dtype");
   if (layout.rows == 0 || layout.cols == 0) return cudaSuccess;
+  bool packed = launch::packable({&layout, &residual, &out}, layout.cols);
+  for (int i = 0; i < peers.world; ++i) packed = packed && reinterpret_cast<uintptr_t>(peers.partials[i]) % 16 == 0;
   return launch::dispatch(layout.dtype, [&](auto io) {
     using Io = decltype(io);
     using T = typename Io::T;
-    auto kernel = one_shot_rows<Io>;
+    auto kernel = packed ? one_shot_rows<Io, true> : one_shot_rows<Io, false>;
     size_t shared = 0;
     if (const cudaError_t e = launch::reserve_row_memory(kernel, layout.cols, &shared); e != cudaSuccess) return e;
     auto a = launch::row_args<Io>(layout, &residual, nullptr, norm);
     for (int i = 0; i < peers.world; ++i) a.summands[i] = static_cast<const T*>(peers.partials[i]);
     a.k = peers.world;
     const int blocks = static_cast<int>(std::min<int64_t>(layout.rows, kMaxBarrierBlocks));
-    kernel<<<blocks, std::max(launch::threads_for(layout.cols), 32), shared, stream>>>(
+    kernel<<<blocks, launch::threads_for(layout.cols, packed ? device::kPack<Io> : 1), shared, stream>>>(
         a, layout.rows, static_cast<T*>(out.data), out.row_stride, peers, epoch);
     return cudaGetLastError();
   });

@@ -6,18 +6,24 @@ namespace seam::kernels::cuda {
 namespace {
 
 // One block per row (grid-strided): sum, normalise, store rounded or as FP8 with a per-token scale.
-template <class Io, bool kFp8>
+// kPacked: 16-byte accesses for the sum and the rounded store (the FP8 passes stay per element;
+// sum_row_packed's closing block reduction makes its shared row visible to every thread).
+template <class Io, bool kFp8, bool kPacked>
 __global__ void norm_rows(device::RowArgs<Io> a, int64_t rows, typename Io::T* out, int64_t out_stride,
                           __nv_fp8_e4m3* q, int64_t q_stride, float* scales) {
   extern __shared__ float row[];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float inv = device::sum_row(a, r, row);
-    device::normalise_row(a, inv, row);  // each thread keeps to its own columns: no barrier needed
+    const float inv = kPacked ? device::sum_row_packed(a, r, row) : device::sum_row(a, r, row);
     if constexpr (kFp8) {
+      device::normalise_row(a, inv, row);
       device::store_row_fp8<Io>(row, a.cols, q + r * q_stride, scales + r);
+    } else if constexpr (kPacked) {
+      device::store_normalised_packed(a, inv, row, out + r * out_stride);
     } else {
+      device::normalise_row(a, inv, row);  // each thread keeps to its own columns: no barrier needed
       device::store_row<Io>(row, a.cols, out + r * out_stride);
     }
+    __syncthreads();  // the next row rewrites the shared row
   }
 }
 
@@ -30,14 +36,16 @@ cudaError_t launch_norm(const Tensor& x, const Tensor* residual, const Tensor* e
   launch::require_device(out, x, "the output");
   if (out.dtype != (kFp8 ? DType::fp8_e4m3 : x.dtype)) throw TypeError("CUDA norm kernel: the output has another dtype");
   if (x.rows == 0 || x.cols == 0) return cudaSuccess;
+  const bool packed = launch::packable({&x, residual, extra, kFp8 ? nullptr : &out}, x.cols);
   return launch::dispatch(x.dtype, [&](auto io) {
     using Io = decltype(io);
-    auto kernel = norm_rows<Io, kFp8>;
+    auto kernel = packed ? norm_rows<Io, kFp8, true> : norm_rows<Io, kFp8, false>;
     size_t shared = 0;
     if (const cudaError_t e = launch::reserve_row_memory(kernel, x.cols, &shared); e != cudaSuccess) return e;
     const auto a = launch::row_args<Io>(x, residual, extra, norm);
     const int blocks = static_cast<int>(std::min<int64_t>(x.rows, 65535));
-    kernel<<<blocks, launch::threads_for(x.cols), shared, stream>>>(
+    const int threads = launch::threads_for(x.cols, packed ? device::kPack<Io> : 1);
+    kernel<<<blocks, threads, shared, stream>>>(
         a, x.rows, kFp8 ? nullptr : static_cast<typename Io::T*>(out.data), out.row_stride,
         kFp8 ? static_cast<__nv_fp8_e4m3*>(out.data) : nullptr, out.row_stride, scales);
     return cudaGetLastError();

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "kernels/cuda/norm_device.cuh"
@@ -59,9 +61,23 @@ device::RowArgs<Io> row_args(const Tensor& first, const Tensor* residual, const 
   return a;
 }
 
-/// Threads per block: the row's columns in warps, at most 1024.
-inline int threads_for(int64_t cols) {
-  return static_cast<int>(std::clamp<int64_t>((cols + 31) / 32 * 32, 32, 1024));
+/// Whether 16-byte packs can serve every row of these tensors: the columns divide into packs and
+/// every base pointer and row stride is 16-byte aligned.
+inline bool packable(std::initializer_list<const Tensor*> tensors, int64_t cols) {
+  for (const Tensor* t : tensors) {
+    if (!t) continue;
+    const size_t element = dtype_size(t->dtype), pack = 16 / element;
+    if (cols % static_cast<int64_t>(pack) != 0 || t->row_stride % static_cast<int64_t>(pack) != 0 ||
+        reinterpret_cast<uintptr_t>(t->data) % 16 != 0)
+      return false;
+  }
+  return true;
+}
+
+/// Threads per block: one per `per_thread` columns, in whole warps, at most 1024.
+inline int threads_for(int64_t cols, int64_t per_thread = 1) {
+  const int64_t work = (cols + per_thread - 1) / per_thread;
+  return static_cast<int>(std::clamp<int64_t>((work + 31) / 32 * 32, 32, 1024));
 }
 
 /// Dynamic shared memory for one row's FP32 sum; raises the kernel's limit above the 48 KiB default.

@@ -105,9 +105,11 @@ TEST_CASE("CUDA one-shot all-reduce + add + RMSNorm equals the host's fused redu
   if (!have_gpu()) return;
   std::mt19937 rng(23);
   for (int world : {2, 4, 8})
-    for (DType io : {DType::bf16, DType::f32}) {
+    for (DType io : {DType::bf16, DType::f32})
+    for (int64_t cols : {int64_t{3000}, int64_t{3001}}) {  // 16-byte packs, and per-element access
       CAPTURE(world);
-      const int64_t rows = 5, cols = 3000;
+      CAPTURE(cols);
+      const int64_t rows = 5;
       std::vector<HostTensor> partials;
       std::vector<Tensor> partial_views;
       for (int r = 0; r < world; ++r) {
