@@ -1,6 +1,8 @@
 // StageRunner's producer half: publishing outputs (PARTIAL finish, exit scopes and their finish,
 // postprocess) and pipeline reception. Every completion applies a decision made before compute.
+#include "kernels/norm/elementwise.h"
 #include "layouts/errors.h"
+#include "runtime/boundary/rows/cp_moves.h"
 #include "runtime/boundary/rows/dp_moves.h"
 #include "runtime/boundary/rows/tp_moves.h"
 #include "runtime/boundary/runner.h"
@@ -62,8 +64,37 @@ LayerOutput StageRunner::finish_ffn(const FfnDecision& d, const Tensor& output, 
       rows::attn_tp_gather(groups_, updated, full).wait();
       return stream.write(full);
     }
-    default:
-      throw NotSupportedError("output move '" + path.output_move.describe() + "' is not executed by this runtime yet");
+    case OutputMoveKind::CP_TAKE_BACK:
+    case OutputMoveKind::CP_REDUCE_SCATTER: {
+      // Full-context rows back to this rank's CP shard; the reduce-scatter also completes the sum
+      // compute left (mlp_reduce_scatter), the take-back follows compute's own all-reduce.
+      const Tensor shard = local_.get(output.dtype, output.rows / groups_.size(rows::GroupKind::ATTN_CP), output.cols);
+      if (path.output_move.kind == OutputMoveKind::CP_REDUCE_SCATTER)
+        rows::cp_reduce_scatter(groups_, output, shard);
+      else
+        rows::cp_take_back(groups_, output, shard);
+      value = shard;
+      break;
+    }
+    case OutputMoveKind::OUTPUT_ON_RESIDUAL_SHARD: {
+      // Full rows onto the residual's slice: a TP reduce-scatter completes the sum compute left,
+      // else a slice of the complete output; handing full rows on, update there and gather back.
+      const Tensor slice = local_.get(output.dtype, output.rows / groups_.size(rows::GroupKind::TP), output.cols);
+      if (path.output_move.completes_sum && d.flags.mlp_reduce_scatter)
+        rows::tp_reduce_scatter(groups_, output, slice).wait();
+      else
+        kernels::copy(rows::token_slice(groups_, rows::GroupKind::TP, output), slice);
+      if (!path.output_move.gathers_back) {
+        value = slice;
+        break;
+      }
+      const Tensor updated = stream.has_residual() ? update_.update(slice, stream.residual()) : slice;
+      const Tensor full = scratch_.get(updated.dtype, output.rows, updated.cols);
+      rows::tp_gather(groups_, updated, full).wait();
+      return stream.write(full);
+    }
+    case OutputMoveKind::DP_CP_TAKE_BACK:
+      throw NotSupportedError("output move '" + path.output_move.describe() + "' needs CP shard counts the batch facts do not carry");
   }
   if (d.declared_sum && !update_.at_producer()) {
     const residual::DeclaredSum sum = declared(*d.declared_sum);

@@ -82,12 +82,13 @@ struct Case {
   bool input_scattered = false;  ///< the INPUT_SCATTERED variant (embedding arrives as a TP partial)
   bool fused = false;            ///< Seam's host all-reduce+add+norm fusion provider on every stage
   bool capture = false;          ///< every attention prepare captures its updated residual
+  bool prefill_cp = false;       ///< DSA-style prefill CP over the whole world: each rank holds a shard
 };
 
 std::string name(const Case& k) {
   return k.pattern + " attn_dp=" + std::to_string(k.attn_dp) + " policy=" + std::string(policy_name(k.policy)) +
          " padding=" + (k.padding == PaddingMode::MAX_LEN ? "MAX_LEN" : "SUM_LEN") + (k.a2a ? " a2a" : "") +
-         (k.input_scattered ? " input-scattered" : "") + (k.fused ? " fused" : "") + (k.capture ? " capture" : "");
+         (k.input_scattered ? " input-scattered" : "") + (k.fused ? " fused" : "") + (k.capture ? " capture" : "") + (k.prefill_cp ? " prefill-cp" : "");
 }
 
 void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world);
@@ -103,7 +104,8 @@ void run_case(const Case& k, const std::shared_ptr<comm::Communicator>& world) {
 void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) {
   const int tp = world->size();
   PlanContext ctx;
-  ctx.topology = Topology::make(tp, k.attn_dp);
+  ctx.topology = k.prefill_cp ? Topology::make(tp, 1, tp) : Topology::make(tp, k.attn_dp);
+  ctx.topology.enable_prefill_cp = ctx.topology.cp_over_attn_cp = k.prefill_cp;
   if (k.a2a) {
     ctx.topology.moe_a2a_backend = true;
     ctx.topology.moe_ep = tp;
@@ -142,7 +144,11 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
 
   residual::ForwardBatch batch;
   const int dp = groups.attn().dp;
-  const BatchVariant variant = k.input_scattered ? BatchVariant::INPUT_SCATTERED : BatchVariant::ORDINARY;
+  const BatchVariant variant = k.input_scattered ? BatchVariant::INPUT_SCATTERED
+                               : k.prefill_cp    ? BatchVariant::CONTEXT_PARALLEL
+                                                 : BatchVariant::ORDINARY;
+  // Under prefill CP this rank holds shard cp of its replica's sequence: tokens [cp * n, (cp + 1) * n).
+  const int64_t first_token = k.prefill_cp ? groups.attn().cp * k.tokens[0] : 0;
   batch.facts = BatchFacts::make(k.tokens, dp, ctx.topology.attn_tp, k.padding, variant);
   const int64_t local_rows = batch.facts.local_rows();
   // An input-scattered batch starts from the vocab-parallel embedding's TP partial.
@@ -151,7 +157,7 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
   const Tensor embed = embed_storage.as_tensor(DType::f32, local_rows, kHidden);
   for (int64_t i = 0; i < local_rows; ++i)
     for (int64_t c = 0; c < kHidden; ++c)
-      static_cast<float*>(embed.row(i))[c] = i < k.tokens[dp] ? embed_weight * embedding(dp, i, c) : 0.f;
+      static_cast<float*>(embed.row(i))[c] = i < k.tokens[dp] ? embed_weight * embedding(dp, first_token + i, c) : 0.f;
 
   std::vector<Buffer> outputs(stages.size());
   residual::start(batch);
@@ -172,7 +178,7 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
     if (captures) {
       if (captured_rows != local_rows) fail(name(k) + ": captured " + std::to_string(captured_rows) + " rows");
       for (int64_t i = 0; i < k.tokens[dp]; ++i) {
-        const std::vector<float> expected = reference(k.pattern, dp, i)[s];
+        const std::vector<float> expected = reference(k.pattern, dp, first_token + i)[s];
         for (int64_t c = 0; c < kHidden; ++c)
           if (!close(captured[i * kHidden + c], expected[c]))
             fail(name(k) + ": capture before stage " + std::to_string(s) + " token " + std::to_string(i));
@@ -208,7 +214,7 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
   }
   const Tensor result = residual::norm(h, batch, final_norm);
   for (int64_t i = 0; i < k.tokens[dp]; ++i) {
-    const std::vector<float> expected = reference(k.pattern, dp, i).back();
+    const std::vector<float> expected = reference(k.pattern, dp, first_token + i).back();
     for (int64_t c = 0; c < kHidden; ++c) {
       const float got = static_cast<const float*>(result.row(i))[c];
       if (!close(got, expected[c]))
@@ -246,6 +252,14 @@ int main() {
         ++cases;
       }
     }
+    // Prefill CP (DSA/MLA style, equal shards): the FFN input gathers over CP, the exit returns
+    // to the shard with an attention-CP reduce-scatter (rs) or a take-back after compute's sum (ar).
+    if (tp > 1)
+      for (ReductionPolicy policy : {ReductionPolicy::AR, ReductionPolicy::RS})
+        for (const char* pattern : {"AFAF", "AFMF"}) {
+          run_case({pattern, 1, policy, {3}, PaddingMode::MAX_LEN, false, false, false, false, true}, world);
+          ++cases;
+        }
     // Input-scattered attention: the embedding and every FFN leave a TP partial for the next
     // attention's TP reduce-scatter; the FFN's residual joins its input sum on the slices.
     if (tp > 1)
