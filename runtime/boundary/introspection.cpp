@@ -150,7 +150,11 @@ std::string describe_exit(const StagePlan& plan, const BoundPath& p) {
   auto decided = [&](PaddingMode mode) {
     std::vector<int64_t> tokens(t.attn_dp, t.attn_tp * 4);
     const BatchFacts batch = BatchFacts::make(tokens, 0, t.attn_tp, mode, p.variant);
-    std::string s = decide_ffn_exit(p.ffn_exit, batch, plan.fusions(), &plan).describe();
+    const FfnDecision d = decide_ffn_exit(p.ffn_exit, batch, plan.fusions(), &plan);
+    // A move that completes the sum itself names where the sum runs.
+    if (p.output_move.completes_sum && d.completion == FfnCompletion::COMPLETE_NOW && d.flags.mlp_reduce_scatter)
+      return group_text(out.group) + " sum completed by " + p.output_move.describe();
+    std::string s = d.describe();
     std::string move = p.output_move.describe();
     if (!move.empty()) s += ", " + move;
     return s;
