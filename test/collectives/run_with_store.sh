@@ -6,7 +6,8 @@
 set -u
 n=$1
 shift
-port=$((20000 + RANDOM % 40000))
+# Below Linux's ephemeral range (32768+), so no outgoing connection holds it.
+port=$((20000 + RANDOM % 12000))
 export SEAM_STORE_ADDR=127.0.0.1:$port SEAM_WORLD_SIZE=$n
 export SEAM_JOB_TOKEN=job-$$-$RANDOM
 pids=()
