@@ -80,25 +80,28 @@ residual::StageInput StageRunner::prepare(const LayerOutput& h, ForwardBatch& ba
   stream.check(h);
   const BoundPath& path = stage_.plan().path(batch.facts.variant());
   if (path.branch) throw UsageError("a prepared branch must enter through branch_input, not prepare");
-  LayerOutput input = h;
   // Stack entry on an input-scattered batch: the raw embedding is a partial owing its TP sum.
+  LayerOutput entered;
+  const LayerOutput* input = &h;
   if (stream.state() == ResidualStream::State::initial && path.entry.input_sum) {
     const residual::DeclaredSum sum = declared(*path.entry.input_sum);
-    input = stream.leave(residual::ProducerOutput::complete_tensor(h.tensor()), residual::add_update(), &sum);
+    entered = stream.leave(residual::ProducerOutput::complete_tensor(h.tensor()), residual::add_update(), &sum);
+    input = &entered;
   }
   const EntryPaths& paths = select_paths(path, stream);
   const residual::Contribution* c = stream.pending();
   const EntryStep* step = &paths.step;
   if (stream.state() == ResidualStream::State::written && paths.written) step = &*paths.written;
   if (c && c->owed == Owed::none && path.entry.input_sum && paths.completed) step = &*paths.completed;
-  return run_step(*step, path, stream, input, batch, options);
+  return run_step(*step, path, stream, *input, batch, options);
 }
 
 residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPath& path, ResidualStream& stream,
                                            const LayerOutput& h, ForwardBatch& batch,
                                            const residual::ReadOptions& options) {
   const BatchFacts& facts = batch.facts;
-  LayerOutput current = h;
+  LayerOutput completed;
+  const LayerOutput* current = &h;
   const residual::Contribution* c = stream.pending();
   const bool moves_rows = step.pre_move != PreMove::NONE || step.residual_move != ResidualMove::NONE ||
                           step.input_move != InputMove::NONE || step.read != ReadKind::UPDATE_READ;
@@ -114,13 +117,16 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
       }
     }
   }
-  if (c && (c->owed == Owed::carried_sum || c->owed == Owed::handoff)) current = stream.complete(current, batch);
+  if (c && (c->owed == Owed::carried_sum || c->owed == Owed::handoff)) {
+    completed = stream.complete(h, batch);
+    current = &completed;
+  }
   c = stream.pending();
 
   const bool initial = stream.state() == ResidualStream::State::initial;
   const bool written = stream.state() == ResidualStream::State::written;
   const bool owes_sum = c && c->owed == Owed::declared_sum;
-  Tensor value = initial ? current.tensor() : written ? stream.residual() : c->value;
+  Tensor value = initial ? current->tensor() : written ? stream.residual() : c->value;
   Tensor residual = stream.residual();
   const bool has_residual = stream.has_residual() && !written;
 
