@@ -1,8 +1,10 @@
 // LayerOutput: the value every boundary call hands the model and the next call takes back — a
 // complete tensor, or an opaque OwedOutput handle for a contribution that still owes work (it gives
 // no tensor access). Each value carries the identity of the stream state that issued it (stream id +
-// generation); the stream accepts only the value of its current state, so a rebound tensor, a stale
-// handle or another microbatch's output is rejected with an integer compare.
+// generation); the stream accepts only the value of its current state, so a rebound tensor (a
+// tensor the model rewrapped, e.g. after copying it), a stale handle or another microbatch's output
+// is rejected with an integer compare. A LayerOutput is a value: a plain C++ copy of it is the same
+// value (as passing the same Python object twice), not a new identity.
 #pragma once
 
 #include <cstdint>

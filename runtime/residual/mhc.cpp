@@ -16,6 +16,9 @@ void check_coefficients(const MhcCoefficients& c, int streams) {
                      std::to_string(streams * streams) + " res entries");
 }
 
+// The streams' coefficient state has no all-gather (the reference's limit, kept).
+[[noreturn]] void reject_gather() { throw NotSupportedError("Unsupported: h_res/h_post allgather not implemented."); }
+
 }  // namespace
 
 MhcLayer::MhcLayer(int streams, MhcCoefficients attention, MhcCoefficients ffn, bool last_layer)
@@ -66,6 +69,8 @@ Tensor MhcLayer::AttentionUpdate::update(const Tensor& h, const Tensor& residual
   return residual;
 }
 
+void MhcLayer::AttentionUpdate::require_residual_gather() const { reject_gather(); }
+
 MhcLayer::FfnRead::FfnRead(MhcLayer& layer) : StageRead({.norms_plainly = false, .before_gather = false}), layer_(layer) {}
 
 ReadResult MhcLayer::FfnRead::read(const Tensor&, RmsNorm&, const ReadOptions&) const {
@@ -85,6 +90,8 @@ ReadResult MhcLayer::FfnRead::update_and_read(const StageUpdate& update, const T
 
 MhcLayer::FfnUpdate::FfnUpdate(MhcLayer& layer)
     : StageUpdate({.adds_plainly = false, .at_producer = true, .can_defer_across_layers = false}), layer_(layer) {}
+
+void MhcLayer::FfnUpdate::require_residual_gather() const { reject_gather(); }
 
 Tensor MhcLayer::FfnUpdate::update(const Tensor& h, const Tensor& residual) const {
   kernels::hyper_post(residual, layer_.streams_, h, layer_.ffn_.res, layer_.ffn_.post);

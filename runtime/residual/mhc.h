@@ -46,6 +46,7 @@ class MhcLayer {
     explicit AttentionUpdate(MhcLayer& layer);
     const char* name() const override { return "MHC attention"; }
     Tensor update(const Tensor& h, const Tensor& residual) const override;
+    void require_residual_gather() const override;
 
    private:
     MhcLayer& layer_;
@@ -65,6 +66,7 @@ class MhcLayer {
     explicit FfnUpdate(MhcLayer& layer);
     const char* name() const override { return "MHC FFN"; }
     Tensor update(const Tensor& h, const Tensor& residual) const override;
+    void require_residual_gather() const override;
 
    private:
     MhcLayer& layer_;

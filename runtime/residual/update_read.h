@@ -60,6 +60,10 @@ class StageUpdate {
   /// The updated residual from the complete output h and the residual; may reuse either's storage.
   virtual Tensor update(const Tensor& h, const Tensor& residual) const = 0;
 
+  /// Called before a boundary gathers this update's residual back from attention-TP slices: state
+  /// that travels with the residual's rows must be gatherable too. NotSupportedError where not.
+  virtual void require_residual_gather() const {}
+
  private:
   Capabilities capabilities_;
 };

@@ -246,6 +246,10 @@ TEST_CASE("MHC refuses reads it cannot serve") {
   check_throws_message<NotSupportedError>(
       [&] { ops.attention_read->read(residual.view, norm.norm, {.quant = QuantFormat::fp8_per_token}); },
       "an MHC attention input in quant_format='fp8_per_token'");
+  for (const StageUpdate* update : {ops.attention_update, ops.ffn_update})
+    check_throws_message<NotSupportedError>([&] { update->require_residual_gather(); },
+                                            "Unsupported: h_res/h_post allgather not implemented.");
+  add_update().require_residual_gather();  // a plain residual is rows: gathering it is fine
   CHECK_FALSE(ops.attention_update->adds_plainly());
   CHECK_FALSE(ops.attention_update->can_defer_across_layers());
   CHECK(ops.ffn_update->at_producer());
