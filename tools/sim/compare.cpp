@@ -1,5 +1,6 @@
 #include "tools/sim/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -7,14 +8,14 @@
 
 namespace seam::sim {
 
-Tolerance Tolerance::for_dtype(DType dtype) {
-  if (dtype == DType::bf16) return {2e-2, 2e-2};
+Tolerance Tolerance::for_dtype(DType dtype, int64_t stages) {
+  if (dtype == DType::bf16) return {0x1p-6, std::max(0x1p-5, 0x1p-7 * std::sqrt(static_cast<double>(stages)))};
   return {1e-5, 1e-5};
 }
 
 std::string Tolerance::describe() const {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "|got - want| <= %.0e + %.0e * |want|", atol, rtol);
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "|got - want| <= %.3g * |want| + %.3g * max|want row|", rtol, row_tol);
   return buf;
 }
 
@@ -22,18 +23,22 @@ void Comparison::merge(const Comparison& o) {
   checked += o.checked;
   mismatched += o.mismatched;
   max_abs_error = std::max(max_abs_error, o.max_abs_error);
+  max_row_error = std::max(max_row_error, o.max_row_error);
   if (first_mismatch.empty()) first_mismatch = o.first_mismatch;
 }
 
 Comparison compare_rows(const Tensor& got, const Tensor& want, int64_t want_begin, int64_t rows, Tolerance tol) {
   Comparison c;
-  for (int64_t r = 0; r < rows; ++r)
+  for (int64_t r = 0; r < rows; ++r) {
+    double row_max = 0;
+    for (int64_t col = 0; col < got.cols; ++col) row_max = std::max(row_max, std::fabs(double(load(want, want_begin + r, col))));
     for (int64_t col = 0; col < got.cols; ++col) {
       const double g = load(got, r, col), w = load(want, want_begin + r, col);
       const double err = std::fabs(g - w);
       ++c.checked;
       c.max_abs_error = std::max(c.max_abs_error, err);
-      if (!(err <= tol.atol + tol.rtol * std::fabs(w))) {
+      c.max_row_error = std::max(c.max_row_error, row_max > 0 ? err / row_max : err);
+      if (!(err <= tol.rtol * std::fabs(w) + tol.row_tol * row_max)) {
         if (c.mismatched++ == 0) {
           char buf[128];
           std::snprintf(buf, sizeof buf, "row %lld col %lld: got %.8g, want %.8g", static_cast<long long>(want_begin + r),
@@ -42,6 +47,7 @@ Comparison compare_rows(const Tensor& got, const Tensor& want, int64_t want_begi
         }
       }
     }
+  }
   return c;
 }
 
