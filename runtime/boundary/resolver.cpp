@@ -200,11 +200,12 @@ Arrival arrival_at(const PlanContext& ctx, BatchVariant v, const StageDeclaratio
     case Source::STACK_ENTRY: return stack_entry_arrival(ctx, v);
     case Source::PREVIOUS: return arrival_from(ctx, v, *decl.source_decl, &decl);
     case Source::PREPARED_FROM: {
-      // A branch reuses the source's already-read input: complete rows where the source read them.
+      // A branch reuses the source's already-read input: complete rows where the source read them,
+      // with the residual where it sat while the source ran.
       const StageDeclaration& src = *decl.source_decl;
       Arrival a;
       a.produced.layout = resolve_input(ctx, v, src).layout;
-      a.residual = consumer_residual(ctx, v, src, src.kind == StageKind::ATTENTION ? arrival_at(ctx, v, src) : a);
+      a.residual = consumer_residual(ctx, v, src, arrival_at(ctx, v, src));
       a.capabilities.plain = true;
       return a;
     }

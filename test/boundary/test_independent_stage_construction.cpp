@@ -5,6 +5,7 @@
 #include <string>
 
 #include "layouts/errors.h"
+#include "runtime/boundary/tbo.h"
 #include "test/boundary/fixtures.h"
 
 using namespace seam;
@@ -137,4 +138,23 @@ TEST_CASE("a mixer always leaves its sum to a following FFN and may defer it to 
   const StageOutput& last = before_mixer[1].plan().path(BatchVariant::ORDINARY).stage.output;
   CHECK_FALSE(last.always_leaves);
   CHECK_FALSE(last.leaves_for_next_layer);
+}
+
+TEST_CASE("TBO: a dense layer before the split hands on attention rows only when TBO is on") {
+  for (bool tbo : {false, true}) {
+    const PlanContext ctx = context(2, 1, ReductionPolicy::RS_RSV, [&](Topology& t) {
+      t.moe_dense_tp = 1;  // dense FFNs fully DP: they run on this rank's own rows
+      t.two_batch_overlap = tbo;
+    });
+    const auto stages = make_stages(ctx, {{attn()}, {dense(/*next_sparse=*/true)}}, {.following = attn()});
+    const ResolvedStage& ffn = stages[1].plan().path(BatchVariant::ORDINARY).stage;
+    const RowLayouts rows = row_layouts(ctx.topology, BatchVariant::ORDINARY);
+    CHECK(ffn.input.layout == rows.local);
+    CHECK(ffn.handed_on == (tbo ? rows.attention : rows.local));
+    // The split moves: attention rows split as they are; slices are gathered first.
+    CHECK(tbo_split_move(ctx.topology, BatchVariant::ORDINARY, ffn.handed_on) ==
+          (tbo ? TboSplitMove::KEEP : TboSplitMove::GATHER_THEN_SLICE));
+  }
+  CHECK_THROWS_WITH_AS(tbo_split_move(Topology::make(4, 2), BatchVariant::ORDINARY, Layout{}), "layer_input_rows={}",
+                       NotSupportedError);
 }
