@@ -50,6 +50,12 @@ seam_add_sim_test(tp2_pp2_ar_AF NP 4 ARGS --tp 2 --pp 2 --policy ar --pattern AF
   EXPECT "# pipeline stage 1.*ffn->norm \\[ORDINARY\\]: TP all_reduce in compute")
 seam_add_sim_test(tp2_pp2_rs+rsv_MMF_bf16 NP 4 ARGS --tp 2 --pp 2 --policy rs+rsv --pattern MMF --layers 2 --tokens 4 --dtype bf16
   EXPECT "# pipeline stage 1.*attn->attn \\[ORDINARY\\]: ATTN_TP all_reduce at next input \\(deferred\\)")
+# A cut right after an attention: its declared attention-TP partial crosses raw, and the receiving
+# FFN's input completes it (plain, or inside the DP partial gather).
+seam_add_sim_test(tp2_pp2_ar_AF_cut_partial NP 4 ARGS --tp 2 --pp 2 --policy ar --pattern AF --layers 3 --tokens 5
+  EXPECT "# pipeline stage 1[^#]*L3 F +attn->ffn \\[ORDINARY\\] input: ATTN_TP all_reduce")
+seam_add_sim_test(tp4_dp2_pp2_rs+rsv_AF_cut_partial_bf16 NP 8 ARGS --tp 4 --attn-dp 2 --pp 2 --policy rs+rsv --pattern AF --layers 3 --tokens 3,6 --dtype bf16
+  EXPECT "# pipeline stage 1[^#]*L3 F +attn->ffn \\[ORDINARY\\] input: DP gather \\(partial, completes ATTN_TP\\)")
 seam_add_sim_test(tp2_dp2_pp2_rsv_AE_idle NP 4 ARGS --tp 2 --attn-dp 2 --pp 2 --policy rsv --pattern AE --layers 2 --tokens 4,0
   EXPECT "MOE_OUTPUT reduce_scatterv at next input \\(deferred\\).*# pipeline stage 1")
 seam_add_sim_test(tp4_dp2_pp2_rs_AF_max NP 8 ARGS --tp 4 --attn-dp 2 --pp 2 --policy rs --pattern AF --layers 2 --tokens 6,1 --padding max
