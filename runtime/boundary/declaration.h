@@ -3,10 +3,13 @@
 // holds no norm, no tensors and no plan; make_stages() connects declarations and builds plans.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "layouts/tensor.h"
 
 namespace seam::boundary {
 
@@ -51,13 +54,18 @@ inline constexpr ReadFacts NORM_READ{"NORM_READ", true, false};
 inline constexpr ReadFacts NORM_QUANT_READ{"NORM_QUANT_READ", true, false};
 inline constexpr ReadFacts MHC_READ{"MHC_READ", false, false};
 
-/// Contribution processing before the residual update (e.g. a sandwich norm).
-/// before_reduce_scatter: the implementation may run on a partial before an RS (an explicit
-/// permission, not a claim that it commutes with the sum).
+/// Contribution processing before the residual update (e.g. a sandwich norm): an FFN's runs at
+/// its exit, an attention's at the next input once the sum is complete. before_reduce_scatter: the
+/// implementation may run on a partial before an RS (an explicit permission, not a claim that it
+/// commutes with the sum).
 struct OutputTransform {
   std::string name;
   bool before_reduce_scatter = false;
-  bool operator==(const OutputTransform&) const = default;
+  std::function<void(const Tensor& contribution)> apply = nullptr;  ///< in place; nullptr: declared only
+  /// Two declarations agree on a transform by its name and permission.
+  bool operator==(const OutputTransform& o) const {
+    return name == o.name && before_reduce_scatter == o.before_reduce_scatter;
+  }
 };
 
 /// A stage's declaration. Build with declare_attn()/declare_ffn(); the input source and terminal

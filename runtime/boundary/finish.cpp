@@ -52,6 +52,9 @@ LayerOutput StageRunner::finish_ffn(const FfnDecision& d, const Tensor& output, 
       return stream.leave(ProducerOutput::unreduced(output, *d.carried_sum, deferred_dp_step_ref_, true), update_);
     case FfnCompletion::COMPLETE_NOW: break;
   }
+  // The transform runs on the contribution first: on the complete output, or — when permitted —
+  // on the partial a reduce-scatter completes next.
+  if (path.stage.output.transform && path.stage.output.transform->apply) path.stage.output.transform->apply(output);
   Tensor value = output;
   switch (path.output_move.kind) {
     case OutputMoveKind::KEEP: break;

@@ -177,7 +177,10 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
   }
 
   // 3. Complete the owed sum, apply the update, read.
+  // An attention's output transform runs on the complete sum, before the update.
+  const std::optional<OutputTransform>& transform = path.incoming.produced.transform;
   auto update_and_read = [&](const Tensor& complete) {
+    if (!initial && !written && transform && transform->apply) transform->apply(complete);
     if (initial) return read_.read(read_.enter(complete), norm_, options);
     if (written) return read_.read(residual, norm_, options);
     return read_.update_and_read(*c->update, complete, has_residual ? &residual : nullptr, norm_, options);

@@ -57,14 +57,15 @@ std::vector<float> rms_norm(const std::vector<float>& x) {
 
 // The single-process reference for one token: residual r; each stage adds scale * norm(r).
 // residuals[s] is r as stage s reads it; the last entry is the final norm's output.
-std::vector<std::vector<float>> reference(const std::string& pattern, int d, int64_t i) {
+std::vector<std::vector<float>> reference(const std::string& pattern, int d, int64_t i, bool transform) {
   std::vector<std::vector<float>> residuals;
   std::vector<float> r(kHidden);
   for (int64_t c = 0; c < kHidden; ++c) r[c] = embedding(d, i, c);
   for (char letter : pattern) {
     residuals.push_back(r);
     const std::vector<float> in = rms_norm(r);
-    for (int64_t c = 0; c < kHidden; ++c) r[c] += scale(letter) * in[c];
+    const float doubled = transform && letter != 'M' ? 2.f : 1.f;
+    for (int64_t c = 0; c < kHidden; ++c) r[c] += doubled * scale(letter) * in[c];
   }
   residuals.push_back(rms_norm(r));
   return residuals;
@@ -83,12 +84,13 @@ struct Case {
   bool fused = false;            ///< Seam's host all-reduce+add+norm fusion provider on every stage
   bool capture = false;          ///< every attention prepare captures its updated residual
   bool prefill_cp = false;       ///< DSA-style prefill CP over the whole world: each rank holds a shard
+  bool transform = false;        ///< every A and F/E output is doubled by an output transform
 };
 
 std::string name(const Case& k) {
   return k.pattern + " attn_dp=" + std::to_string(k.attn_dp) + " policy=" + std::string(policy_name(k.policy)) +
          " padding=" + (k.padding == PaddingMode::MAX_LEN ? "MAX_LEN" : "SUM_LEN") + (k.a2a ? " a2a" : "") +
-         (k.input_scattered ? " input-scattered" : "") + (k.fused ? " fused" : "") + (k.capture ? " capture" : "") + (k.prefill_cp ? " prefill-cp" : "");
+         (k.input_scattered ? " input-scattered" : "") + (k.fused ? " fused" : "") + (k.capture ? " capture" : "") + (k.prefill_cp ? " prefill-cp" : "") + (k.transform ? " transform" : "");
 }
 
 void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world);
@@ -127,12 +129,20 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
   for (int64_t c = 0; c < kHidden; ++c) static_cast<float*>(ones.data)[c] = 1.f;
   std::vector<std::unique_ptr<residual::RmsNorm>> norms;
   std::vector<StageSpec> specs;
+  // Doubles a contribution in place (an FFN's may run on its partial before a reduce-scatter).
+  auto doubled = [&](bool before_rs) -> std::optional<OutputTransform> {
+    if (!k.transform) return std::nullopt;
+    return OutputTransform{"double", before_rs, [](const Tensor& t) {
+                             for (int64_t i = 0; i < t.rows; ++i)
+                               for (int64_t c = 0; c < t.cols; ++c) static_cast<float*>(t.row(i))[c] *= 2.f;
+                           }};
+  };
   for (char letter : k.pattern) {
     norms.push_back(std::make_unique<residual::RmsNorm>(ones, 1e-6f));
-    const StageDeclaration d = letter == 'A'   ? declare_attn({.read = NORM_READ})
+    const StageDeclaration d = letter == 'A'   ? declare_attn({.read = NORM_READ, .output_transform = doubled(false)})
                                : letter == 'M' ? declare_attn({.read = NORM_READ, .reduction = ProducerReduction::SCOPED,
                                                                .gathers_tp_input = false})
-                                               : declare_ffn({.sparse = letter == 'E'});
+                                               : declare_ffn({.sparse = letter == 'E', .output_transform = doubled(true)});
     specs.push_back({d, norms.back().get(), {.fusions = fusions}});
   }
   residual::RmsNorm final_norm(ones, 1e-6f);
@@ -178,7 +188,7 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
     if (captures) {
       if (captured_rows != local_rows) fail(name(k) + ": captured " + std::to_string(captured_rows) + " rows");
       for (int64_t i = 0; i < k.tokens[dp]; ++i) {
-        const std::vector<float> expected = reference(k.pattern, dp, first_token + i)[s];
+        const std::vector<float> expected = reference(k.pattern, dp, first_token + i, k.transform)[s];
         for (int64_t c = 0; c < kHidden; ++c)
           if (!close(captured[i * kHidden + c], expected[c]))
             fail(name(k) + ": capture before stage " + std::to_string(s) + " token " + std::to_string(i));
@@ -214,7 +224,7 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
   }
   const Tensor result = residual::norm(h, batch, final_norm);
   for (int64_t i = 0; i < k.tokens[dp]; ++i) {
-    const std::vector<float> expected = reference(k.pattern, dp, first_token + i).back();
+    const std::vector<float> expected = reference(k.pattern, dp, first_token + i, k.transform).back();
     for (int64_t c = 0; c < kHidden; ++c) {
       const float got = static_cast<const float*>(result.row(i))[c];
       if (!close(got, expected[c]))
@@ -252,6 +262,14 @@ int main() {
         ++cases;
       }
     }
+    // Output transforms: an attention's after its sum at the next input, an FFN's at its exit (on
+    // the partial before a permitted reduce-scatter).
+    for (int attn_dp = 1; attn_dp <= tp; attn_dp *= 2)
+      for (ReductionPolicy policy : policies) {
+        std::vector<int64_t> tokens(attn_dp, 3);
+        run_case({"AFAE", attn_dp, policy, tokens, PaddingMode::MAX_LEN, false, false, false, false, false, true}, world);
+        ++cases;
+      }
     // Prefill CP (DSA/MLA style, equal shards): the FFN input gathers over CP, the exit returns
     // to the shard with an attention-CP reduce-scatter (rs) or a take-back after compute's sum (ar).
     if (tp > 1)
