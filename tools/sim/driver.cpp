@@ -3,8 +3,8 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/boundary/rows/tensor_collectives.h"
 #include "layouts/errors.h"
+#include "runtime/boundary/rows/tensor_collectives.h"
 #include "runtime/residual/add_norm.h"
 #include "runtime/residual/batch.h"
 #include "tools/sim/token_rows.h"
@@ -60,9 +60,10 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::
                           ProcessGroups& groups, boundary::rows::PipelineHandoff& handoff, residual::ForwardBatch& batch) {
   auto runner = [&](int64_t i) -> boundary::StageRunner& { return *runners[static_cast<size_t>(i - stack.begin())]; };
 
-  const residual::OwnedTensor input = embeddings(model, batch.facts);
+  residual::OwnedTensor input;  // the embeddings, on the partition that starts the stack
   residual::LayerOutput h;
   if (stack.begin() == 0) {
+    input = embeddings(model, batch.facts);
     residual::start(batch);
     h = residual::LayerOutput(input.view);
   } else {
