@@ -1,5 +1,6 @@
 #include "kernels/reduce/reduce.h"
 
+#include <cstring>
 #include <string>
 
 #include "kernels/reduce/reduce_table.h"
@@ -19,13 +20,13 @@ int dtype_slot(DType t) {
   }
 }
 
-const detail::ReduceTable& table_of(ReduceIsa isa) {
+const detail::IsaKernels& kernels_of(ReduceIsa isa) {
   switch (isa) {
-    case ReduceIsa::avx512: return detail::avx512_table;
-    case ReduceIsa::avx2: return detail::avx2_table;
+    case ReduceIsa::avx512: return detail::avx512_kernels;
+    case ReduceIsa::avx2: return detail::avx2_kernels;
     case ReduceIsa::generic: break;
   }
-  return detail::generic_table;
+  return detail::generic_kernels;
 }
 
 }  // namespace
@@ -60,14 +61,25 @@ std::string_view reduce_isa_name(ReduceIsa isa) {
 }
 
 void reduce(ReduceIsa isa, void* dst, std::span<const void* const> srcs, size_t count,
-            DType dtype, ReduceOp op) {
+            DType dtype, ReduceOp op, Store store) {
   if (srcs.empty()) throw ValueError("reduce: no source buffers");
   if (count == 0) return;
-  table_of(isa)[dtype_slot(dtype)][static_cast<int>(op)](dst, srcs.data(), srcs.size(), count);
+  const auto& k = kernels_of(isa);
+  const auto& table = store == Store::streaming ? k.reduce_streaming : k.reduce;
+  table[dtype_slot(dtype)][static_cast<int>(op)](dst, srcs.data(), srcs.size(), count);
 }
 
-void reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype, ReduceOp op) {
-  reduce(best_reduce_isa(), dst, srcs, count, dtype, op);
+void reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype, ReduceOp op,
+            Store store) {
+  reduce(best_reduce_isa(), dst, srcs, count, dtype, op, store);
+}
+
+void copy(void* dst, const void* src, size_t bytes, Store store) {
+  if (bytes == 0) return;
+  if (store == Store::streaming)
+    kernels_of(best_reduce_isa()).copy_streaming(dst, src, bytes);
+  else
+    std::memcpy(dst, src, bytes);
 }
 
 void reduce_into(void* dst, const void* src, size_t count, DType dtype, ReduceOp op) {

@@ -19,13 +19,20 @@ std::string_view reduce_isa_name(ReduceIsa isa);
 /// Whether this CPU can run kernels built for `isa`.
 bool reduce_isa_supported(ReduceIsa isa);
 
+/// How results reach memory. streaming: non-temporal stores that bypass the caches, for large
+/// results nobody reads soon (it saves reading every destination line before writing it).
+enum class Store { cached, streaming };
+
 /// dst[i] = op(srcs[0][i], ..., srcs[n-1][i]) for i < count (n >= 1; n == 1 copies).
 /// dst may alias any source exactly (not partially overlap). Throws ValueError on a dtype or
 /// op without a kernel.
-void reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype, ReduceOp op);
+void reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype, ReduceOp op,
+            Store store = Store::cached);
 /// As reduce(), with an explicit instruction set (tests compare every set with a reference).
 void reduce(ReduceIsa isa, void* dst, std::span<const void* const> srcs, size_t count,
-            DType dtype, ReduceOp op);
+            DType dtype, ReduceOp op, Store store = Store::cached);
+/// memcpy, or with non-temporal stores (dst and src must not overlap).
+void copy(void* dst, const void* src, size_t bytes, Store store);
 
 /// dst = op(dst, src).
 void reduce_into(void* dst, const void* src, size_t count, DType dtype, ReduceOp op);

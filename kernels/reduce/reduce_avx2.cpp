@@ -9,7 +9,8 @@
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
-#define SEAM_REDUCE_TABLE avx2_table
+#define SEAM_REDUCE_TABLE avx2_kernels
+#define SEAM_REDUCE_STREAM 1
 #define SEAM_REDUCE_F16C 1
 #include "kernels/reduce/reduce_kernels.inc"
 #pragma GCC pop_options

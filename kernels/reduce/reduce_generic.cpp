@@ -7,6 +7,7 @@
 
 #include "kernels/reduce/reduce_table.h"
 
-#define SEAM_REDUCE_TABLE generic_table
+#define SEAM_REDUCE_TABLE generic_kernels
+#define SEAM_REDUCE_STREAM 0
 #define SEAM_REDUCE_F16C 0
 #include "kernels/reduce/reduce_kernels.inc"

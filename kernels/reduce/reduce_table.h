@@ -1,4 +1,4 @@
-// Internal: one table of reduction kernels per instruction set (see reduce_kernels.inc).
+// Internal: the kernels of each instruction set (see reduce_kernels.inc).
 #pragma once
 
 #include <cstddef>
@@ -13,8 +13,16 @@ constexpr int kDtypeSlots = 5;
 constexpr int kOps = 3;
 using ReduceTable = ReduceFn[kDtypeSlots][kOps];
 
-extern const ReduceTable generic_table;
-extern const ReduceTable avx2_table;
-extern const ReduceTable avx512_table;
+/// One instruction set's kernels: reductions with plain and with non-temporal stores, and a
+/// copy with non-temporal stores.
+struct IsaKernels {
+  ReduceTable reduce;
+  ReduceTable reduce_streaming;
+  void (*copy_streaming)(void* dst, const void* src, size_t bytes);
+};
+
+extern const IsaKernels generic_kernels;
+extern const IsaKernels avx2_kernels;
+extern const IsaKernels avx512_kernels;
 
 }  // namespace seam::kernels::detail

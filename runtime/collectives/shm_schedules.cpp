@@ -24,6 +24,18 @@ CallSignature signature_of(Collective c, DType dtype, ReduceOp op, size_t total)
 
 size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
+/// Results of calls moving at least this much reach the user's buffer through non-temporal
+/// stores when this rank has not just read the destination lines (out-of-place reductions,
+/// gathers): writing them through the cache would first read every line from memory.
+/// (Measured on a 2-rank Xeon: from 1 MiB, 1.2-1.5x faster out-of-place; below, the result is
+/// better left in cache for whoever reads it next.)
+constexpr size_t kStreamingBytes = size_t{1} << 20;
+
+kernels::Store store_for(size_t bytes, bool destination_cached) {
+  return !destination_cached && bytes >= kStreamingBytes ? kernels::Store::streaming
+                                                         : kernels::Store::cached;
+}
+
 /// Block j is cut into `rounds` pieces of `piece[j]` elements (the last ones shorter or empty).
 struct Pieces {
   std::vector<size_t> piece;
@@ -91,6 +103,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   const uint64_t first = region->take_rounds(rounds);
   Doorbells doorbells(g);
   const CallSignature signature = signature_of(Collective::all_reduce, dtype, op, count);
+  const kernels::Store store = store_for(count * es, send == recv);
   std::vector<const void*> sources(n);
   for (uint64_t k = 0; k < rounds; ++k) {
     const uint64_t round = first + k;
@@ -101,7 +114,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     doorbells.waited(region->last_to_publish(round, false));
     if (!in_shares) {
       for (int p = 0; p < n; ++p) sources[p] = p == me ? send + begin * es : region->slot(p, round);
-      kernels::reduce(recv + begin * es, sources, length, dtype, op);
+      kernels::reduce(recv + begin * es, sources, length, dtype, op, store);
       continue;
     }
     const auto shares = even_blocks(length, n);
@@ -113,7 +126,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     co_await peers_published_results(g, *region, round);
     doorbells.waited(region->last_to_publish(round, true));
     for (int p = 0; p < n; ++p)
-      std::memcpy(recv + (begin + at[p]) * es, region->result(p, round), shares[p] * es);
+      kernels::copy(recv + (begin + at[p]) * es, region->result(p, round), shares[p] * es, store);
   }
   comm::Task drain = doorbells.drain();
   co_await comm::run(drain);
@@ -139,6 +152,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   Doorbells doorbells(g);
   const CallSignature signature =
       signature_of(Collective::reduce_scatterv, dtype, op, total);
+  const kernels::Store store = store_for(total * es, out == send + off[me] * es);
   std::vector<const void*> sources(n);
   for (uint64_t k = 0; k < rounds; ++k) {
     const uint64_t round = first + k;
@@ -153,7 +167,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
     const size_t begin = k * pieces.piece[me];
     for (int p = 0; p < n; ++p)
       sources[p] = p == me ? send + (off[me] + begin) * es : region->slot(p, round) + at[me] * es;
-    kernels::reduce(out + begin * es, sources, pieces.length(counts[me], me, k), dtype, op);
+    kernels::reduce(out + begin * es, sources, pieces.length(counts[me], me, k), dtype, op, store);
   }
   comm::Task drain = doorbells.drain();
   co_await comm::run(drain);
@@ -175,19 +189,21 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
   Doorbells doorbells(g);
   const CallSignature signature =
       signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, off.back());
+  const kernels::Store store = store_for(off.back() * es, false);
   char* own = recv + off[me] * es;
-  if (own != send && counts[me]) std::memcpy(own, send, counts[me] * es);
   for (uint64_t k = 0; k < rounds; ++k) {
     const uint64_t round = first + k;
     std::memcpy(region->slot(me, round), send + k * pieces.piece[me] * es,
                 pieces.length(counts[me], me, k) * es);
     doorbells.published(region->publish(me, round, signature));
+    // This rank's own block moves while the peers fill their first slots.
+    if (k == 0 && own != send) kernels::copy(own, send, counts[me] * es, store);
     co_await peers_published(g, *region, round, signature, collective);
     doorbells.waited(region->last_to_publish(round, false));
     for (int p = 0; p < n; ++p)
       if (p != me)
-        std::memcpy(recv + (off[p] + k * pieces.piece[p]) * es, region->slot(p, round),
-                    pieces.length(counts[p], p, k) * es);
+        kernels::copy(recv + (off[p] + k * pieces.piece[p]) * es, region->slot(p, round),
+                      pieces.length(counts[p], p, k) * es, store);
   }
   comm::Task drain = doorbells.drain();
   co_await comm::run(drain);

@@ -78,6 +78,12 @@ TEST_CASE("reduction kernels match the scalar reference on every instruction set
             CHECK(std::memcmp(out.data(), expected.data(), expected.size()) == 0);
             CHECK(out.back() == 0x5a);  // nothing written past count
 
+            // Non-temporal stores, to a destination misaligned by one element.
+            std::vector<char> streamed(expected.size() + 64);
+            char* misaligned = streamed.data() + dtype_size(dtype);
+            kernels::reduce(isa, misaligned, pointers(srcs), count, dtype, op, kernels::Store::streaming);
+            CHECK(std::memcmp(misaligned, expected.data(), expected.size()) == 0);
+
             // dst aliasing the last source (what in-place algorithms do).
             std::vector<const void*> p = pointers(srcs);
             kernels::reduce(isa, const_cast<void*>(p.back()), p, count, dtype, op);
@@ -94,6 +100,17 @@ TEST_CASE("reduce_into and reduce2 are the two-source reduction") {
   kernels::reduce_into(a.data(), b.data(), 100, DType::bf16, ReduceOp::sum);
   CHECK(std::memcmp(out.data(), a.data(), a.size()) == 0);
   CHECK(get_element(out.data(), 3, DType::bf16) != 0.0);
+}
+
+TEST_CASE("copy with non-temporal stores copies exactly, at any alignment") {
+  for (size_t bytes : {0, 1, 31, 33, 1000, 100000})
+    for (size_t offset : {0, 1, 7, 32}) {
+      auto src = make_input(DType::f32, bytes / 4 + 1, 3);
+      std::vector<char> dst(bytes + 64, 0);
+      kernels::copy(dst.data() + offset, src.data(), bytes, kernels::Store::streaming);
+      CHECK(std::memcmp(dst.data() + offset, src.data(), bytes) == 0);
+      CHECK(dst[offset + bytes] == 0);
+    }
 }
 
 TEST_CASE("reduce rejects dtypes without a kernel") {
