@@ -73,3 +73,14 @@ seam_add_sim_test(tp2_ar_AF_unfused NP 2 ARGS --tp 2 --policy ar --pattern AF --
 # `auto` resolves like a dummy checkpoint (rs+rsv): RSv where eligible.
 seam_add_sim_test(tp2_dp2_auto_AE_bf16 NP 2 ARGS --tp 2 --attn-dp 2 --policy auto --pattern AE --layers 2 --tokens 1,6 --dtype bf16
   EXPECT "policy rs\\+rsv.*MOE_OUTPUT reduce_scatterv at next input \\(deferred\\)")
+
+# Dense FFNs fully data-parallel (--dense-tp 1): the FFN input completes the attention-TP sum with a
+# reduce-scatter onto this rank's slice (#4), the residual stays on slices, the next attention
+# gathers its read input back over attention TP and the last FFN writes and gathers at its exit
+# (#14); across a pipeline cut the residual travels on its slice beside full-row hidden states.
+seam_add_sim_test(tp2_ar_AF_dense_dp NP 2 ARGS --tp 2 --dense-tp 1 --policy ar --pattern AF --layers 2 --tokens 5
+  EXPECT "ATTN_TP reduce_scatter onto slice, residual attention-TP slice.*input attention-TP gather.*attention-TP gather at exit")
+seam_add_sim_test(tp2_pp2_ar_AF_dense_dp_bf16 NP 4 ARGS --tp 2 --pp 2 --dense-tp 1 --policy ar --pattern AF --layers 3 --tokens 3 --dtype bf16
+  EXPECT "# pipeline stage 1[^#]*L3 F +attn->ffn \\[ORDINARY\\] input: ATTN_TP reduce_scatter onto slice")
+seam_add_sim_test(tp4_dp2_pp2_rs_AF_dense_dp_idle NP 8 ARGS --tp 4 --attn-dp 2 --pp 2 --dense-tp 1 --policy rs --pattern AF --layers 3 --tokens 0,7
+  EXPECT "ATTN_TP reduce_scatter onto slice")

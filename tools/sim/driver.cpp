@@ -1,6 +1,7 @@
 #include "tools/sim/driver.h"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "layouts/errors.h"
@@ -16,15 +17,16 @@ using boundary::rows::ProcessGroups;
 
 namespace {
 
-// The shard of stage `kind`'s work this rank computes, and the group its partial sums over.
+// The shard of stage `kind`'s work this rank computes, and the group its partial sums over (none:
+// a fully data-parallel dense FFN computes complete outputs for its own rows).
 struct Share {
   Shard shard;
-  GroupKind group;
+  std::optional<GroupKind> group;
 };
 Share share_of(char kind, const ProcessGroups& g) {
   const Topology& t = g.topology();
   switch (kind) {
-    case 'F': return {{g.tp_rank(), t.tp}, GroupKind::TP};
+    case 'F': return t.dense_ffn_fully_dp() ? Share{{0, 1}, std::nullopt} : Share{{g.tp_rank(), t.tp}, GroupKind::TP};
     case 'E': return {{t.moe_coords(g.tp_rank()).ep, t.moe_ep}, GroupKind::MOE_OUTPUT};
     default: return {{g.attn().tp, t.attn_tp}, GroupKind::ATTN_TP};
   }
@@ -90,7 +92,7 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::
     auto exit = runner(i).exit(batch);
     model.compute(i, in.values, ids, share.shard, out);
     // Compute completes its own sum unless the exit told it the boundary completes or carries it.
-    if (!exit.flags().compute_skips_sum()) boundary::rows::all_reduce(groups, share.group, out).wait();
+    if (share.group && !exit.flags().compute_skips_sum()) boundary::rows::all_reduce(groups, *share.group, out).wait();
     h = exit.finish(out);
   }
 

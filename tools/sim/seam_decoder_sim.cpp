@@ -32,6 +32,7 @@ Topology topology_of(const SimArgs& a) {
   t.moe_ep = a.tp;  // experts sharded over every TP rank (pure EP): RSv applies when attn_tp == 1
   t.moe_tp = 1;
   t.pp = a.pp;
+  t.moe_dense_tp = a.dense_tp;
   t.validate();
   return t;
 }

@@ -12,12 +12,13 @@ namespace {
 
 void usage() {
   std::puts(
-      "usage: mpirun -n <tp*pp> seam_decoder_sim --pattern AF [--layers N] [--tp N] [--attn-dp N] [--pp N]\n"
+      "usage: mpirun -n <tp*pp> seam_decoder_sim --pattern AF [--layers N] [--tp N] [--attn-dp N] [--pp N] [--dense-tp 1]\n"
       "         [--policy ar|rs|rsv|rs+rsv|auto] [--tokens a,b,...] [--padding max|sum|auto]\n"
       "         [--dtype fp32|bf16] [--hidden N] [--seed N] [--no-fusion] [--quiet]\n"
       "  pattern letters: A attention, F dense FFN, E expert FFN, M single-stage mixer; the stack is the\n"
       "  pattern repeated --layers times. --tokens gives the real tokens of each attention-DP replica\n"
-      "  (one entry per replica, 0 for an idle one). attn_tp = tp / attn_dp; experts are sharded over EP = tp.");
+      "  (one entry per replica, 0 for an idle one). attn_tp = tp / attn_dp; experts are sharded over EP = tp.\n"
+      "  --dense-tp 1 runs dense FFNs fully data-parallel, each rank on its own attention-TP slice of rows.");
 }
 
 std::vector<int64_t> parse_list(const std::string& s) {
@@ -59,6 +60,7 @@ SimArgs parse_sim_args(int argc, char** argv) {
     else if (flag == "--tp") a.tp = std::stoi(value());
     else if (flag == "--attn-dp") a.attn_dp = std::stoi(value());
     else if (flag == "--pp") a.pp = std::stoi(value());
+    else if (flag == "--dense-tp") a.dense_tp = std::stoi(value());
     else if (flag == "--policy") a.policy = value();
     else if (flag == "--tokens") a.tokens = parse_list(value());
     else if (flag == "--padding") a.padding = value();

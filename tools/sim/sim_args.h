@@ -17,6 +17,7 @@ struct SimArgs {
   int tp = 1;
   int attn_dp = 1;                     ///< attn_tp = tp / attn_dp
   int pp = 1;
+  int dense_tp = 0;                    ///< dense FFN TP size: 1 (fully DP, on this rank's rows) or tp (0 = tp)
   std::string policy = "auto";         ///< ar | rs | rsv | rs+rsv | auto
   std::vector<int64_t> tokens = {5};   ///< real tokens per DP replica (one entry per replica; 0 = idle)
   std::string padding = "auto";        ///< max | sum | auto (the reference's choice for a decode batch)

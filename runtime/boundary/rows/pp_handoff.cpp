@@ -16,6 +16,7 @@ constexpr uint32_t kResidualTag = 0x5ea12;
 
 struct Header {
   int64_t rows;
+  int64_t residual_rows;
   int64_t cols;
   uint32_t dtype;
   uint32_t has_residual;
@@ -27,10 +28,10 @@ comm::Communicator& world(ProcessGroups& groups) {
   return *w;
 }
 
-Tensor into(Buffer& buffer, const Header& h) {
-  const size_t bytes = static_cast<size_t>(h.rows * h.cols) * dtype_size(static_cast<DType>(h.dtype));
+Tensor into(Buffer& buffer, const Header& h, int64_t rows) {
+  const size_t bytes = static_cast<size_t>(rows * h.cols) * dtype_size(static_cast<DType>(h.dtype));
   if (bytes > buffer.bytes()) buffer = Buffer(bytes);
-  return Tensor::contiguous(buffer.data(), static_cast<DType>(h.dtype), h.rows, h.cols);
+  return Tensor::contiguous(buffer.data(), static_cast<DType>(h.dtype), rows, h.cols);
 }
 
 }  // namespace
@@ -41,13 +42,12 @@ void PipelineHandoff::send(const PipelineTensors& t) {
   require_contiguous(t.hidden_states, "the hidden states");
   if (t.has_residual) {
     require_contiguous(t.residual, "the residual");
-    if (t.residual.rows != t.hidden_states.rows || t.residual.cols != t.hidden_states.cols ||
-        t.residual.dtype != t.hidden_states.dtype)
-      throw ValueError("pipeline handoff: the residual and the hidden states differ in shape or dtype");
+    if (t.residual.cols != t.hidden_states.cols || t.residual.dtype != t.hidden_states.dtype)
+      throw ValueError("pipeline handoff: the residual and the hidden states differ in hidden size or dtype");
   }
   comm::Communicator& w = world(groups_);
-  const Header h{t.hidden_states.rows, t.hidden_states.cols, static_cast<uint32_t>(t.hidden_states.dtype),
-                 t.has_residual ? 1u : 0u};
+  const Header h{t.hidden_states.rows, t.has_residual ? t.residual.rows : 0, t.hidden_states.cols,
+                 static_cast<uint32_t>(t.hidden_states.dtype), t.has_residual ? 1u : 0u};
   comm::Work header = w.send(&h, sizeof h, peer, kHeaderTag);
   comm::Work hidden = w.send(t.hidden_states.data, t.hidden_states.bytes(), peer, kHiddenTag);
   comm::Work residual = t.has_residual ? w.send(t.residual.data, t.residual.bytes(), peer, kResidualTag) : comm::Work{};
@@ -65,12 +65,12 @@ PipelineTensors PipelineHandoff::receive() {
   Header h{};
   w.recv(&h, sizeof h, peer, kHeaderTag).wait();
   PipelineTensors t;
-  t.hidden_states = into(hidden_, h);
+  t.hidden_states = into(hidden_, h, h.rows);
   t.has_residual = h.has_residual != 0;
   comm::Work hidden = w.recv(t.hidden_states.data, t.hidden_states.bytes(), peer, kHiddenTag);
   comm::Work residual;
   if (t.has_residual) {
-    t.residual = into(residual_, h);
+    t.residual = into(residual_, h, h.residual_rows);
     residual = w.recv(t.residual.data, t.residual.bytes(), peer, kResidualTag);
   }
   groups_.traffic().record(GroupKind::WORLD, CollectiveKind::recv,

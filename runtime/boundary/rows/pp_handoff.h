@@ -1,7 +1,8 @@
 // Pipeline handoff transport: moves the hidden states and residual a stage's to_pp() packaged to
 // the same TP rank of the next pipeline stage, over the world communicator's point-to-point
-// operations. A small header (rows, cols, dtype, whether a residual follows) goes first, so the
-// receiver sizes its buffers from what actually arrives. Packaging (what to send, and what the
+// operations. A small header (each tensor's rows, cols, dtype, whether a residual follows) goes
+// first, so the receiver sizes its buffers from what actually arrives. The two may have different
+// row counts: a residual kept on attention-TP slices travels beside hidden states on full rows. Packaging (what to send, and what the
 // receiver's from_pp rebuilds) is the residual stream's job; this only moves the bytes.
 #pragma once
 
@@ -22,7 +23,8 @@ class PipelineHandoff {
   explicit PipelineHandoff(ProcessGroups& groups) : groups_(groups) {}
 
   /// Sends to the next stage (same TP rank); returns once the data has left this rank's buffers.
-  /// ValueError on the last stage or when the residual's shape/dtype differ from the hidden states'.
+  /// ValueError on the last stage or when the residual's hidden size or dtype differ from the
+  /// hidden states'.
   void send(const PipelineTensors& tensors);
   /// Receives from the previous stage into this handoff's own buffers, valid until the next receive.
   PipelineTensors receive();
