@@ -5,21 +5,30 @@
 namespace seam::kernels::cuda {
 namespace {
 
+// Flag accesses at system scope (peer GPUs): a release store publishes everything this thread and,
+// through the preceding __syncthreads, its block did before; an acquire load makes the peer's
+// published writes visible. Cheaper than a full __threadfence_system per barrier.
+__device__ __forceinline__ void store_release(uint32_t* flag, uint32_t value) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
+}
+__device__ __forceinline__ uint32_t load_acquire(const uint32_t* flag) {
+  uint32_t value;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(value) : "l"(flag) : "memory");
+  return value;
+}
+
 // Block b of every rank meets block b of every peer: thread t tells peer t that this rank arrived
 // (writing `epoch` into the peer's slot for this rank), then waits until peer t wrote `epoch` into
-// this rank's slot for t. The system fence orders this rank's earlier writes before its flag.
+// this rank's slot for t.
 __device__ void peer_barrier(const PeerBuffers& peers, bool at_end, uint32_t epoch) {
   __syncthreads();
   if (threadIdx.x < peers.world) {
     PeerSignal* peer = peers.signals[threadIdx.x];
     PeerSignal* self = peers.signals[peers.rank];
-    volatile uint32_t* arrive = at_end ? &peer->end[blockIdx.x][peers.rank] : &peer->start[blockIdx.x][peers.rank];
-    volatile uint32_t* wait = at_end ? &self->end[blockIdx.x][threadIdx.x] : &self->start[blockIdx.x][threadIdx.x];
-    __threadfence_system();
-    *arrive = epoch;
-    while (*wait != epoch) {
+    store_release(at_end ? &peer->end[blockIdx.x][peers.rank] : &peer->start[blockIdx.x][peers.rank], epoch);
+    const uint32_t* wait = at_end ? &self->end[blockIdx.x][threadIdx.x] : &self->start[blockIdx.x][threadIdx.x];
+    while (load_acquire(wait) != epoch) {
     }
-    __threadfence_system();
   }
   __syncthreads();
 }
