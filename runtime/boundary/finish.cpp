@@ -47,9 +47,11 @@ LayerOutput StageRunner::finish_ffn(const FfnDecision& d, const Tensor& output, 
       return stream.leave(ProducerOutput::unreduced(output, *d.carried_sum, all_reduce_of(*d.carried_sum)), update_);
     case FfnCompletion::CARRY_SUM_THEN_DP_SCATTER:
       return stream.leave(ProducerOutput::unreduced(output, *d.carried_sum, carried_then_scatter_ref_, true), update_);
-    case FfnCompletion::DEFER_DP_STEP:
-      deferred_step_ = d.dp_step;
-      return stream.leave(ProducerOutput::unreduced(output, *d.carried_sum, deferred_dp_step_ref_, true), update_);
+    case FfnCompletion::DEFER_DP_STEP: {
+      const residual::CompleteSum& step =
+          d.dp_step == DpStep::REDUCE_SCATTERV ? deferred_reduce_scatterv_ref_ : deferred_reduce_scatter_ref_;
+      return stream.leave(ProducerOutput::unreduced(output, *d.carried_sum, step, true), update_);
+    }
     case FfnCompletion::COMPLETE_NOW: break;
   }
   // The transform runs on the contribution first: on the complete output, or — when permitted —

@@ -50,11 +50,17 @@ StageRunner::StageRunner(const StageBoundary& stage, rows::ProcessGroups& groups
     if (group) rows::all_reduce(groups_, rows::group_of(*group), global).wait();
     return return_over_dp(DpStep::SCATTER, global, batch.facts);
   };
-  deferred_dp_step_ = [this](const Tensor& global, ForwardBatch& batch) {
-    return return_over_dp(deferred_step_, global, batch.facts);
+  // One completion per step (no per-batch state in the runner: interleaved microbatches may choose
+  // different steps).
+  deferred_reduce_scatter_ = [this](const Tensor& global, ForwardBatch& batch) {
+    return return_over_dp(DpStep::REDUCE_SCATTER, global, batch.facts);
+  };
+  deferred_reduce_scatterv_ = [this](const Tensor& global, ForwardBatch& batch) {
+    return return_over_dp(DpStep::REDUCE_SCATTERV, global, batch.facts);
   };
   carried_then_scatter_ref_ = carried_then_scatter_;
-  deferred_dp_step_ref_ = deferred_dp_step_;
+  deferred_reduce_scatter_ref_ = deferred_reduce_scatter_;
+  deferred_reduce_scatterv_ref_ = deferred_reduce_scatterv_;
 }
 
 residual::DeclaredSum StageRunner::declared(SumGroup group) { return {group, all_reduce_of(group)}; }

@@ -138,9 +138,9 @@ class StageRunner {
   std::array<Completion, 4> all_reduce_;  ///< per SumGroup: in-place all-reduce over its group
   std::array<residual::CompleteSum, 4> all_reduce_refs_;
   Completion carried_then_scatter_;       ///< all-reduce the global buffer, then DP scatter
-  Completion deferred_dp_step_;           ///< the RS / RSv chosen by the exit, run at the next input
-  DpStep deferred_step_ = DpStep::NONE;
-  residual::CompleteSum carried_then_scatter_ref_, deferred_dp_step_ref_;
+  Completion deferred_reduce_scatter_;    ///< an RS the exit chose, run at the next input
+  Completion deferred_reduce_scatterv_;   ///< an RSv the exit chose, run at the next input
+  residual::CompleteSum carried_then_scatter_ref_, deferred_reduce_scatter_ref_, deferred_reduce_scatterv_ref_;
 };
 
 }  // namespace seam::boundary

@@ -1,7 +1,6 @@
 // StageBoundary: the model-facing object of one stage. It owns its StagePlan (shared, immutable)
 // and answers the per-batch questions: which path the active variant takes and how an exit
-// completes. (Execution on the residual stream — prepare, finish, exit scopes on a ForwardBatch —
-// builds on these.)
+// completes. StageRunner (runner.h) executes those answers on this rank's groups and stream.
 #pragma once
 
 #include <memory>
