@@ -17,6 +17,7 @@
 #include "runtime/boundary/introspection.h"
 #include "runtime/boundary/rows/host_fusion.h"
 #include "runtime/boundary/rows/tensor_collectives.h"
+#include "runtime/boundary/rows/tp_moves.h"
 #include "runtime/boundary/runner.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/residual/add_norm.h"
@@ -86,12 +87,14 @@ struct Case {
   bool capture = false;          ///< every attention prepare captures its updated residual
   bool prefill_cp = false;       ///< DSA-style prefill CP over the whole world: each rank holds a shard
   bool transform = false;        ///< every A and F/E output is doubled by an output transform
+  bool sequence_parallel = false;///< inside a LayerNorm-SP region: every boundary stays on the shard
 };
 
 std::string name(const Case& k) {
   return k.pattern + " attn_dp=" + std::to_string(k.attn_dp) + " policy=" + std::string(policy_name(k.policy)) +
          " padding=" + (k.padding == PaddingMode::MAX_LEN ? "MAX_LEN" : "SUM_LEN") + (k.a2a ? " a2a" : "") +
-         (k.input_scattered ? " input-scattered" : "") + (k.fused ? " fused" : "") + (k.capture ? " capture" : "") + (k.prefill_cp ? " prefill-cp" : "") + (k.transform ? " transform" : "");
+         (k.input_scattered ? " input-scattered" : "") + (k.fused ? " fused" : "") + (k.capture ? " capture" : "") + (k.prefill_cp ? " prefill-cp" : "") + (k.transform ? " transform" : "") +
+         (k.sequence_parallel ? " sequence-parallel" : "");
 }
 
 void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world);
@@ -118,6 +121,7 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
     ctx.topology.moe_tp = tp / k.attn_dp;
   }
   ctx.topology.attn_tp_input_scattered = k.input_scattered;
+  ctx.topology.sequence_parallel = k.sequence_parallel;
   ctx.topology.validate();
   ctx.policy = k.policy;
   rows::ProcessGroups groups(world, ctx.topology);
@@ -155,20 +159,25 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
 
   residual::ForwardBatch batch;
   const int dp = groups.attn().dp;
-  const BatchVariant variant = k.input_scattered ? BatchVariant::INPUT_SCATTERED
-                               : k.prefill_cp    ? BatchVariant::CONTEXT_PARALLEL
-                                                 : BatchVariant::ORDINARY;
-  // Under prefill CP this rank holds shard cp of its replica's sequence: tokens [cp * n, (cp + 1) * n).
-  const int64_t first_token = k.prefill_cp ? groups.attn().cp * k.tokens[0] : 0;
+  const BatchVariant variant = k.input_scattered     ? BatchVariant::INPUT_SCATTERED
+                               : k.prefill_cp        ? BatchVariant::CONTEXT_PARALLEL
+                               : k.sequence_parallel ? BatchVariant::SEQUENCE_PARALLEL
+                                                     : BatchVariant::ORDINARY;
   batch.facts = BatchFacts::make(k.tokens, dp, ctx.topology.attn_tp, k.padding, variant);
+  // Under prefill CP this rank holds shard cp of its replica's sequence: tokens [cp * n, (cp + 1) * n);
+  // inside an SP region, attention-TP slice t of the rows.
+  const int64_t sp_shard = batch.facts.local_rows() / ctx.topology.attn_tp;
+  const int64_t first_token = k.prefill_cp ? groups.attn().cp * k.tokens[0] : k.sequence_parallel ? groups.attn().tp * sp_shard : 0;
   const int64_t local_rows = batch.facts.local_rows();
+  const int64_t held_rows = k.sequence_parallel ? sp_shard : local_rows;  // rows the stream holds here
+  const int64_t held_tokens = k.sequence_parallel ? sp_shard : k.tokens[dp];
   // An input-scattered batch starts from the vocab-parallel embedding's TP partial.
   const float embed_weight = k.input_scattered ? weight(tp, groups.tp_rank()) : 1.f;
-  Buffer embed_storage(static_cast<size_t>(local_rows * kHidden) * 4 + 4);
-  const Tensor embed = embed_storage.as_tensor(DType::f32, local_rows, kHidden);
-  for (int64_t i = 0; i < local_rows; ++i)
+  Buffer embed_storage(static_cast<size_t>(held_rows * kHidden) * 4 + 4);
+  const Tensor embed = embed_storage.as_tensor(DType::f32, held_rows, kHidden);
+  for (int64_t i = 0; i < held_rows; ++i)
     for (int64_t c = 0; c < kHidden; ++c)
-      static_cast<float*>(embed.row(i))[c] = i < k.tokens[dp] ? embed_weight * embedding(dp, first_token + i, c) : 0.f;
+      static_cast<float*>(embed.row(i))[c] = i < held_tokens ? embed_weight * embedding(dp, first_token + i, c) : 0.f;
 
   std::vector<Buffer> outputs(stages.size());
   residual::start(batch);
@@ -187,8 +196,8 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
     Tensor in = captures ? runner.prepare(h, batch, PrepareOptions{.capture_output = collect}).values
                          : runner.prepare(h, batch).values;
     if (captures) {
-      if (captured_rows != local_rows) fail(name(k) + ": captured " + std::to_string(captured_rows) + " rows");
-      for (int64_t i = 0; i < k.tokens[dp]; ++i) {
+      if (captured_rows != held_rows) fail(name(k) + ": captured " + std::to_string(captured_rows) + " rows");
+      for (int64_t i = 0; i < held_tokens; ++i) {
         const std::vector<float> expected = reference(k.pattern, dp, first_token + i, k.transform)[s];
         for (int64_t c = 0; c < kHidden; ++c)
           if (!close(captured[i * kHidden + c], expected[c]))
@@ -205,7 +214,7 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
       in = full;
     }
     outputs[s] = Buffer(static_cast<size_t>(in.rows * kHidden) * 4 + 4);
-    const Tensor out = outputs[s].as_tensor(DType::f32, in.rows, kHidden);
+    Tensor out = outputs[s].as_tensor(DType::f32, in.rows, kHidden);
     const bool attention = letter == 'A' || letter == 'M';
     const rows::GroupKind group = attention                ? rows::GroupKind::ATTN_TP
                                   : letter == 'E'          ? rows::GroupKind::MOE_OUTPUT
@@ -215,6 +224,8 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
     for (int64_t i = 0; i < in.rows; ++i)
       for (int64_t c = 0; c < kHidden; ++c)
         static_cast<float*>(out.row(i))[c] = w * static_cast<const float*>(in.row(i))[c];
+    // In an SP region the linears reduce-scatter onto the shard: a complete output, this rank's rows.
+    if (k.sequence_parallel) out = rows::token_slice(groups, rows::GroupKind::ATTN_TP, out);
     if (letter == 'A') {
       h = runner.finish(out, batch);
     } else {
@@ -224,7 +235,7 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
     }
   }
   const Tensor result = residual::norm(h, batch, final_norm);
-  for (int64_t i = 0; i < k.tokens[dp]; ++i) {
+  for (int64_t i = 0; i < held_tokens; ++i) {
     const std::vector<float> expected = reference(k.pattern, dp, first_token + i, k.transform).back();
     for (int64_t c = 0; c < kHidden; ++c) {
       const float got = static_cast<const float*>(result.row(i))[c];
@@ -372,6 +383,14 @@ int main() {
       run_longcat(world, attn_dp);
       ++cases;
     }
+    // A LayerNorm-SP region: boundaries stay on the shard (add + norm only, no collective).
+    if (tp > 1)
+      for (const char* pattern : {"AFAF", "AEAE"}) {
+        run_case({pattern, 1, ReductionPolicy::RS_RSV, {4 * tp}, PaddingMode::MAX_LEN, false, false, false, false, false,
+                  false, true},
+                 world);
+        ++cases;
+      }
     // Input-scattered attention: the embedding and every FFN leave a TP partial for the next
     // attention's TP reduce-scatter; the FFN's residual joins its input sum on the slices.
     if (tp > 1)
