@@ -1,5 +1,9 @@
 #include "runtime/collectives/shm_region.h"
 
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -7,6 +11,7 @@
 
 #include "layouts/config.h"
 #include "layouts/errors.h"
+#include "layouts/log.h"
 #include "runtime/collectives/receive.h"
 
 namespace seam::collectives {
@@ -14,7 +19,9 @@ namespace {
 
 // Two slots of this size per rank stay in a core's L2 while the peers read them.
 constexpr size_t kDefaultSlotBytes = 256 * 1024;
-constexpr size_t kFlagsBytes = 64;
+constexpr size_t kFlagsBytes = 128;
+// What a peer reads from this process to find out whether it may (probe_single_copy).
+const uint64_t kProbeWord = 0x5ea3c0117ec71e5ull;
 // Messages of the set-up handshake use steps no schedule reaches.
 constexpr uint32_t kSetupStep = 0xFFF00;
 constexpr size_t kNameBytes = 128;
@@ -49,10 +56,11 @@ comm::Task set_up(Group& g, ShmRegion& region) {
   char name[kNameBytes] = {};
   char ack = 1;
   std::vector<char> acks_received(n);
-  std::unique_ptr<shm::SharedSegment> segment;
   if (g.rank() == 0) {
-    segment = shm::SharedSegment::create(shm::unique_segment_name("coll"), bytes);
+    auto segment = shm::SharedSegment::create(shm::unique_segment_name("coll"), bytes);
     std::strncpy(name, segment->name().c_str(), kNameBytes - 1);
+    region.attach(std::move(segment), slot_bytes);
+    region.introduce(0);
     std::vector<transport::RequestPtr> sends;
     std::vector<ExpectedReceive> acks;
     for (int p = 1; p < n; ++p) {
@@ -61,14 +69,18 @@ comm::Task set_up(Group& g, ShmRegion& region) {
     }
     co_await comm::all_of(std::move(sends));
     co_await received("shared-memory set-up", std::move(acks));
-    segment->unlink();
+    region.unlink();
+    region.probe_single_copy(1);  // rank 1 introduced itself before acknowledging
   } else {
     co_await received("shared-memory set-up", post_receive(g, 0, kSetupStep, name, kNameBytes));
-    segment = shm::SharedSegment::open(name, bytes);
+    region.attach(shm::SharedSegment::open(name, bytes), slot_bytes);
+    region.introduce(g.rank());
+    region.probe_single_copy(0);
     std::vector<transport::RequestPtr> send{g.isend(0, kSetupStep, &ack, 1)};
     co_await comm::all_of(std::move(send));
   }
-  region.attach(std::move(segment), slot_bytes);
+  log().debug("shared-memory region for {} ranks: {} KiB slots, single-copy reads {}", n,
+              slot_bytes / 1024, region.single_copy() ? "allowed" : "not allowed");
 }
 
 }  // namespace
@@ -104,9 +116,10 @@ int ShmRegion::last_to_publish(uint64_t round, bool results) const {
   return arrivals()->last[results ? 1 : 0][round % 2].load(std::memory_order_relaxed);
 }
 
-bool ShmRegion::publish(int rank, uint64_t round, CallSignature signature) {
+bool ShmRegion::publish(int rank, uint64_t round, CallSignature signature, const void* buffer) {
   bool last = arrive(0, rank, round);
   flags(rank)->signature[round % 2].store(signature.word, std::memory_order_relaxed);
+  flags(rank)->buffer[round % 2].store(reinterpret_cast<uint64_t>(buffer), std::memory_order_relaxed);
   flags(rank)->round.store(round, std::memory_order_release);
   return last;
 }
@@ -123,6 +136,38 @@ bool ShmRegion::publish_result(int rank, uint64_t round) {
 
 bool ShmRegion::result_published(int rank, uint64_t round) const {
   return flags(rank)->result_round.load(std::memory_order_acquire) >= round;
+}
+
+const void* ShmRegion::buffer_of(int rank, uint64_t round) const {
+  return reinterpret_cast<const void*>(flags(rank)->buffer[round % 2].load(std::memory_order_relaxed));
+}
+
+void ShmRegion::introduce(int rank) {
+  flags(rank)->pid.store(getpid(), std::memory_order_relaxed);
+  flags(rank)->probe.store(reinterpret_cast<uint64_t>(&kProbeWord), std::memory_order_release);
+}
+
+void ShmRegion::probe_single_copy(int rank) {
+  uint64_t word = 0;
+  const auto* remote = reinterpret_cast<const void*>(flags(rank)->probe.load(std::memory_order_acquire));
+  iovec local_iov{&word, sizeof word}, remote_iov{const_cast<void*>(remote), sizeof word};
+  single_copy_ = process_vm_readv(static_cast<pid_t>(flags(rank)->pid.load()), &local_iov, 1,
+                                  &remote_iov, 1, 0) == sizeof word &&
+                 word == kProbeWord;
+}
+
+void ShmRegion::read_from(int rank, const void* remote, void* local, size_t bytes) const {
+  const auto pid = static_cast<pid_t>(flags(rank)->pid.load(std::memory_order_relaxed));
+  auto* to = static_cast<char*>(local);
+  auto* from = static_cast<const char*>(remote);
+  while (bytes > 0) {
+    iovec local_iov{to, bytes}, remote_iov{const_cast<char*>(from), bytes};
+    ssize_t got = process_vm_readv(pid, &local_iov, 1, &remote_iov, 1, 0);
+    if (got <= 0)
+      throw CommError("shared-memory single-copy read from local rank pid " + std::to_string(pid) +
+                      " failed: " + std::strerror(errno));
+    to += got, from += got, bytes -= static_cast<size_t>(got);
+  }
 }
 
 CallSignature ShmRegion::signature_of(int rank, uint64_t round) const {

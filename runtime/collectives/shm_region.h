@@ -31,6 +31,8 @@ class ShmRegion {
   explicit ShmRegion(int ranks) : ranks_(ranks) {}
   /// Gives the region its mapped segment (end of the set-up handshake).
   void attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_bytes);
+  /// Removes the segment's name once every rank mapped it.
+  void unlink() { segment_->unlink(); }
   bool ready() const { return segment_ != nullptr; }
   int ranks() const { return ranks_; }
   size_t slot_bytes() const { return slot_bytes_; }
@@ -38,9 +40,22 @@ class ShmRegion {
   char* slot(int rank, uint64_t round) const;
   /// Rank r's result slot for `round`: where a two-phase all-reduce leaves the rank's share.
   char* result(int rank, uint64_t round) const;
-  /// Publishes that this rank's slot for `round` is filled, with its call's signature. True when
-  /// this rank is the last of the group to publish the round: it then wakes the others.
-  bool publish(int rank, uint64_t round, CallSignature signature);
+  /// Publishes that this rank's slot for `round` is filled, with its call's signature (and, for
+  /// single-copy schedules, the address of its buffer). True when this rank is the last of the
+  /// group to publish the round: it then wakes the others.
+  bool publish(int rank, uint64_t round, CallSignature signature, const void* buffer = nullptr);
+  /// The buffer address rank r published with `round`.
+  const void* buffer_of(int rank, uint64_t round) const;
+
+  /// Records this process's pid for single-copy reads (set-up, before any round).
+  void introduce(int rank);
+  /// Whether this process may read its peers' memory directly (process_vm_readv; probed at
+  /// set-up: containers or Yama may forbid it).
+  bool single_copy() const { return single_copy_; }
+  /// Checks single_copy() by reading a known word of rank r's process.
+  void probe_single_copy(int rank);
+  /// Copies `bytes` at `remote` in rank r's process to `local`. Throws CommError on failure.
+  void read_from(int rank, const void* remote, void* local, size_t bytes) const;
   /// Whether rank r has published `round` (or a later one).
   bool published(int rank, uint64_t round) const;
   /// Publishes that this rank's result slot for `round` is filled; true when last, as above.
@@ -75,12 +90,16 @@ class ShmRegion {
     std::atomic<uint64_t> round;  // last round whose slot is filled
     std::atomic<uint64_t> signature[2];  // per round parity
     std::atomic<uint64_t> result_round;  // last round whose result slot is filled
+    std::atomic<uint64_t> buffer[2];     // per round parity: a single-copy schedule's buffer
+    std::atomic<int64_t> pid;
+    std::atomic<uint64_t> probe;  // address of a known word in the process
   };
   Flags* flags(int rank) const;
   std::unique_ptr<shm::SharedSegment> segment_;
   int ranks_;
   size_t slot_bytes_ = 0;
   uint64_t next_round_ = 1;
+  bool single_copy_ = false;
 };
 
 /// Bytes of one slot: SEAM_CHUNK_BYTES, or a built-in size that keeps a round in L2.

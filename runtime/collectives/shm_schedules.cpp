@@ -17,9 +17,12 @@
 namespace seam::collectives {
 namespace {
 
-CallSignature signature_of(Collective c, DType dtype, ReduceOp op, size_t total) {
+/// Collective, dtype, op, the schedule variant and the element count, packed.
+CallSignature signature_of(Collective c, DType dtype, ReduceOp op, size_t total,
+                           bool single_copy = false) {
   return {(static_cast<uint64_t>(c) << 60) | (static_cast<uint64_t>(dtype) << 56) |
-          (static_cast<uint64_t>(op) << 54) | (total & ((uint64_t{1} << 54) - 1))};
+          (static_cast<uint64_t>(op) << 54) | (static_cast<uint64_t>(single_copy) << 53) |
+          (total & ((uint64_t{1} << 53) - 1))};
 }
 
 size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
@@ -174,6 +177,39 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   region.finish();
 }
 
+namespace {
+
+/// From this size, gathers read each peer's block straight out of the peer's buffer
+/// (process_vm_readv: one copy instead of two through the slots).
+constexpr size_t kSingleCopyBytes = 256 * 1024;
+
+/// Single-copy gather: every rank publishes its send buffer's address; each reads every
+/// peer's block into place, then says so; a rank returns once all have read its block.
+comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_view collective,
+                                  const char* send, char* recv, const std::vector<size_t>& counts,
+                                  DType dtype, CallSignature signature) {
+  const int n = g.size(), me = g.rank();
+  const size_t es = dtype_size(dtype);
+  const auto off = block_offsets(counts);
+  const uint64_t round = region->take_rounds(1);
+  Doorbells doorbells(g);
+  doorbells.published(region->publish(me, round, signature, send));
+  char* own = recv + off[me] * es;
+  if (own != send) kernels::copy(own, send, counts[me] * es, kernels::Store::streaming);
+  co_await peers_published(g, *region, round, signature, collective);
+  doorbells.waited(region->last_to_publish(round, false));
+  for (int p = 0; p < n; ++p)
+    if (p != me && counts[p])
+      region->read_from(p, region->buffer_of(p, round), recv + off[p] * es, counts[p] * es);
+  doorbells.published(region->publish_result(me, round));
+  co_await peers_published_results(g, *region, round);
+  doorbells.waited(region->last_to_publish(round, true));
+  comm::Task drain = doorbells.drain();
+  co_await comm::run(drain);
+}
+
+}  // namespace
+
 comm::Task shm_all_gather(Group& g, std::string_view collective, const char* send, char* recv,
                           std::vector<size_t> counts, DType dtype) {
   RegionLease region;
@@ -182,13 +218,22 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
+  const bool single_copy = region->single_copy() && off.back() * es >= kSingleCopyBytes;
+  // The schedule is part of the signature: ranks that disagree on it fail with a mismatch.
+  const CallSignature signature =
+      signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, off.back(), single_copy);
+  if (single_copy) {
+    comm::Task gather =
+        single_copy_all_gather(g, region, collective, send, recv, counts, dtype, signature);
+    co_await comm::run(gather);
+    region.finish();
+    co_return;
+  }
   const size_t largest = *std::max_element(counts.begin(), counts.end());
   const uint64_t rounds = ceil_div(largest, region->slot_bytes() / es);
   const Pieces pieces = cut(counts, rounds);
   const uint64_t first = region->take_rounds(rounds);
   Doorbells doorbells(g);
-  const CallSignature signature =
-      signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, off.back());
   const kernels::Store store = store_for(off.back() * es, false);
   char* own = recv + off[me] * es;
   for (uint64_t k = 0; k < rounds; ++k) {
