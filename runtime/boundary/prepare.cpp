@@ -136,51 +136,10 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
   Tensor residual = stream.residual();
   const bool has_residual = stream.has_residual() && !written;
 
-  // 1. Row movement of the arriving output (completing a declared sum where it reduce-scatters).
-  auto moved = [&](int parts_over, bool gather) {
-    return pre_moved_.get(value.dtype, gather ? value.rows * parts_over : value.rows / parts_over, value.cols);
-  };
-  switch (step.pre_move) {
-    case PreMove::NONE: break;
-    case PreMove::ATTN_TP_REDUCE_SCATTER:
-    case PreMove::TP_REDUCE_SCATTER: {
-      const bool attn = step.pre_move == PreMove::ATTN_TP_REDUCE_SCATTER;
-      const Tensor out = moved(groups_.size(attn ? GroupKind::ATTN_TP : GroupKind::TP), false);
-      (attn ? rows::attn_tp_reduce_scatter(groups_, value, out) : rows::tp_reduce_scatter(groups_, value, out)).wait();
-      value = out;
-      break;
-    }
-    case PreMove::ATTN_TP_SLICE:
-    case PreMove::TP_SLICE: {
-      const Tensor slice =
-          rows::token_slice(groups_, step.pre_move == PreMove::ATTN_TP_SLICE ? GroupKind::ATTN_TP : GroupKind::TP, value);
-      const Tensor out = pre_moved_.get(value.dtype, slice.rows, slice.cols);
-      kernels::copy(slice, out);
-      value = out;
-      break;
-    }
-    case PreMove::CP_REDUCE_SCATTER:
-    case PreMove::CP_TAKE_BACK: {
-      const Tensor out = moved(groups_.size(GroupKind::ATTN_CP), false);
-      if (step.pre_move == PreMove::CP_REDUCE_SCATTER)
-        rows::cp_reduce_scatter(groups_, value, out);
-      else
-        rows::cp_take_back(groups_, value, out);
-      value = out;
-      break;
-    }
-  }
+  // 1. Row movement of the arriving output; 2. the residual follows the rows the read runs on.
+  value = move_before_update(step.pre_move, value);
   if (written) residual = value;  // a written stream reads its (moved) residual
-
-  // 2. The residual follows the rows the read runs on (through the update's shard operations:
-  //    a plain add's residual is rows, so a slice is a view and a gather a copy).
-  if (has_residual && step.residual_move == ResidualMove::ATTN_TP_SLICE) {
-    residual = rows::token_slice(groups_, GroupKind::ATTN_TP, residual);
-  } else if (has_residual && step.residual_move == ResidualMove::ATTN_TP_GATHER) {
-    const Tensor full = residual_.get(residual.dtype, residual.rows * groups_.size(GroupKind::ATTN_TP), residual.cols);
-    rows::attn_tp_gather(groups_, residual, full).wait();
-    residual = full;
-  }
+  if (has_residual) residual = move_residual(step.residual_move, residual);
 
   // 3. Complete the owed sum, apply the update, read.
   // An attention's output transform runs on the complete sum, before the update.
@@ -238,19 +197,72 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
   }
 
   // 4. Move the read input to the rows compute runs on.
-  if (step.input_move != InputMove::NONE) {
-    require_plain_input(result.input);
-    const Tensor& in = result.input.values;
-    const bool cp = step.input_move == InputMove::CP_GATHER;
-    const Tensor full = gathered_.get(in.dtype, in.rows * groups_.size(cp ? GroupKind::ATTN_CP : GroupKind::ATTN_TP), in.cols);
-    if (cp)
-      rows::cp_gather(groups_, in, full);
-    else
-      rows::attn_tp_gather(groups_, in, full).wait();
-    result.input = {full};
-  }
+  result.input = move_input(step.input_move, result.input);
   stream.write(result.residual);
   return result.input;
+}
+
+Tensor StageRunner::move_before_update(PreMove move, const Tensor& value) {
+  auto onto = [&](GroupKind group) { return pre_moved_.get(value.dtype, value.rows / groups_.size(group), value.cols); };
+  switch (move) {
+    case PreMove::NONE: return value;
+    case PreMove::ATTN_TP_REDUCE_SCATTER: {  // completes the declared attention-TP sum on the slice
+      const Tensor out = onto(GroupKind::ATTN_TP);
+      rows::attn_tp_reduce_scatter(groups_, value, out).wait();
+      return out;
+    }
+    case PreMove::TP_REDUCE_SCATTER: {
+      const Tensor out = onto(GroupKind::TP);
+      rows::tp_reduce_scatter(groups_, value, out).wait();
+      return out;
+    }
+    case PreMove::ATTN_TP_SLICE:
+    case PreMove::TP_SLICE: {  // a copy: the complete output's storage belongs to its producer
+      const GroupKind group = move == PreMove::ATTN_TP_SLICE ? GroupKind::ATTN_TP : GroupKind::TP;
+      const Tensor out = onto(group);
+      kernels::copy(rows::token_slice(groups_, group, value), out);
+      return out;
+    }
+    case PreMove::CP_REDUCE_SCATTER: {
+      const Tensor out = onto(GroupKind::ATTN_CP);
+      rows::cp_reduce_scatter(groups_, value, out);
+      return out;
+    }
+    case PreMove::CP_TAKE_BACK: {
+      const Tensor out = onto(GroupKind::ATTN_CP);
+      rows::cp_take_back(groups_, value, out);
+      return out;
+    }
+  }
+  return value;
+}
+
+Tensor StageRunner::move_residual(ResidualMove move, const Tensor& residual) {
+  // Through the update's shard operations: a plain add's residual is rows, so a slice is a view
+  // (the update then writes this rank's rows in place) and a gather a copy.
+  switch (move) {
+    case ResidualMove::NONE: return residual;
+    case ResidualMove::ATTN_TP_SLICE: return rows::token_slice(groups_, GroupKind::ATTN_TP, residual);
+    case ResidualMove::ATTN_TP_GATHER: {
+      const Tensor full = residual_.get(residual.dtype, residual.rows * groups_.size(GroupKind::ATTN_TP), residual.cols);
+      rows::attn_tp_gather(groups_, residual, full).wait();
+      return full;
+    }
+  }
+  return residual;
+}
+
+residual::StageInput StageRunner::move_input(InputMove move, const residual::StageInput& input) {
+  if (move == InputMove::NONE) return input;
+  require_plain_input(input);
+  const Tensor& in = input.values;
+  const GroupKind group = move == InputMove::CP_GATHER ? GroupKind::ATTN_CP : GroupKind::ATTN_TP;
+  const Tensor full = gathered_.get(in.dtype, in.rows * groups_.size(group), in.cols);
+  if (move == InputMove::CP_GATHER)
+    rows::cp_gather(groups_, in, full);
+  else
+    rows::attn_tp_gather(groups_, in, full).wait();
+  return {full};
 }
 
 }  // namespace seam::boundary
