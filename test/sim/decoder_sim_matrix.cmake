@@ -84,3 +84,16 @@ seam_add_sim_test(tp2_pp2_ar_AF_dense_dp_bf16 NP 4 ARGS --tp 2 --pp 2 --dense-tp
   EXPECT "# pipeline stage 1[^#]*L3 F +attn->ffn \\[ORDINARY\\] input: ATTN_TP reduce_scatter onto slice")
 seam_add_sim_test(tp4_dp2_pp2_rs_AF_dense_dp_idle NP 8 ARGS --tp 4 --attn-dp 2 --pp 2 --dense-tp 1 --policy rs --pattern AF --layers 3 --tokens 0,7
   EXPECT "ATTN_TP reduce_scatter onto slice")
+
+# INPUT_SCATTERED batches (--input-scattered): the vocab-parallel embedding's TP partial completes
+# with a TP reduce-scatter onto slices (#6), attention gathers its sliced input itself, the residual
+# slice joins the attention partial before the all-reduce (#5), and an FFN with RS permission leaves
+# its TP sum to the next attention's reduce-scatter (#13).
+seam_add_sim_test(tp2_rs_AF_input_scattered NP 2 ARGS --tp 2 --input-scattered --policy rs --pattern AF --layers 2 --tokens 5
+  EXPECT "embed->attn \\[INPUT_SCATTERED\\] input: TP reduce_scatter onto slice.*attn->ffn \\[INPUT_SCATTERED\\] input: residual joins partial.*ffn->attn \\[INPUT_SCATTERED\\]: TP sum left to next input's reduce_scatter \\(declared\\)")
+seam_add_sim_test(tp4_rs+rsv_AF_input_scattered_bf16 NP 4 ARGS --tp 4 --input-scattered --policy rs+rsv --pattern AF --layers 2 --tokens 7 --dtype bf16
+  EXPECT "ffn->attn \\[INPUT_SCATTERED\\] input: TP reduce_scatter onto slice")
+seam_add_sim_test(tp2_pp2_rs_MMF_input_scattered NP 4 ARGS --tp 2 --pp 2 --input-scattered --policy rs --pattern MMF --layers 2 --tokens 5
+  EXPECT "embed->attn \\[INPUT_SCATTERED\\] input: TP reduce_scatter onto slice")
+seam_add_sim_test(tp4_rs_AF_input_scattered_idle NP 4 ARGS --tp 4 --input-scattered --policy rs --pattern AF --layers 2 --tokens 0
+  EXPECT "INPUT_SCATTERED")

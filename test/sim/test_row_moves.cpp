@@ -182,6 +182,7 @@ void pipeline_handoff(ProcessGroups& g) {
     const PipelineTensors in = handoff.receive();
     ROWS_CHECK(in.has_residual == (g.pp_rank() % 2 == 1) && in.hidden_states.rows == rows, "handoff header");
     ROWS_CHECK(!in.has_residual || in.residual.rows == residual_rows, "handoff residual rows");
+    ROWS_CHECK(in.declared_partial == (g.pp_rank() % 2 == 0), "handoff declared-partial flag");
     const int sender = g.topology().world_rank(g.pp_rank() - 1, g.tp_rank());
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < kCols; ++c) {
@@ -195,7 +196,7 @@ void pipeline_handoff(ProcessGroups& g) {
     Rows hidden(rows), residual(residual_rows);
     hidden.fill([&](int64_t r, int64_t c) { return value(me, r, c); });
     residual.fill([&](int64_t r, int64_t c) { return value(me + 1000, r, c); });
-    handoff.send({hidden.t, residual.t, g.pp_rank() % 2 == 0});
+    handoff.send({hidden.t, residual.t, g.pp_rank() % 2 == 0, g.pp_rank() % 2 == 1});
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "layouts/errors.h"
 #include "runtime/boundary/rows/tensor_collectives.h"
+#include "runtime/boundary/rows/tp_moves.h"
 #include "runtime/residual/add_norm.h"
 #include "runtime/residual/batch.h"
 #include "tools/sim/token_rows.h"
@@ -32,12 +33,25 @@ Share share_of(char kind, const ProcessGroups& g) {
   }
 }
 
-// This replica's embeddings on its padded local rows (padding rows zero).
-residual::OwnedTensor embeddings(const Model& model, const BatchFacts& facts) {
+// This replica's embeddings on its padded local rows (padding rows zero). On an input-scattered
+// batch the embedding is vocab-parallel: each TP rank holds a 1/tp share (exact for a power of two)
+// and the first boundary completes the TP sum.
+residual::OwnedTensor embeddings(const Model& model, const BatchFacts& facts, int tp) {
   residual::OwnedTensor e = residual::OwnedTensor::zeros(model.config().dtype, facts.local_rows(), model.config().hidden);
   const int64_t first = first_token(facts, facts.dp_rank());
-  for (int64_t i = 0; i < facts.tokens(facts.dp_rank()); ++i) model.embed(first + i, e.view, i);
+  const float share = facts.variant() == BatchVariant::INPUT_SCATTERED ? 1.0f / static_cast<float>(tp) : 1.0f;
+  for (int64_t i = 0; i < facts.tokens(facts.dp_rank()); ++i) {
+    model.embed(first + i, e.view, i);
+    for (int64_t c = 0; c < e.view.cols; ++c) store(e.view, i, c, load(e.view, i, c) * share);
+  }
   return e;
+}
+
+// Whether the boundary hands this stage its input on attention-TP slices for compute to gather
+// itself: the entry's input rows are need ∪ (residual rows ∩ what compute gathers itself).
+bool gathers_input_itself(const boundary::ResolvedStage& stage) {
+  const Layout rows = stage.input.layout | (stage.residual & stage.input.gathers_itself);
+  return rows.has(TokenAxis::ATTN_TP_SCATTER) && !stage.input.layout.has(TokenAxis::ATTN_TP_SCATTER);
 }
 
 const residual::StageRead& read_of(const boundary::StageDeclaration& d) {
@@ -65,7 +79,7 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::
   residual::OwnedTensor input;  // the embeddings, on the partition that starts the stack
   residual::LayerOutput h;
   if (stack.begin() == 0) {
-    input = embeddings(model, batch.facts);
+    input = embeddings(model, batch.facts, groups.topology().tp);
     residual::start(batch);
     h = residual::LayerOutput(input.view);
   } else {
@@ -73,24 +87,31 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::
   }
 
   // Each stage's output storage lives until the next boundary has consumed it (the whole forward).
-  std::vector<residual::OwnedTensor> outputs;
+  std::vector<residual::OwnedTensor> outputs, gathered;
   outputs.reserve(static_cast<size_t>(stack.end() - stack.begin()));
+  gathered.reserve(static_cast<size_t>(stack.end() - stack.begin()));
   for (int64_t i = stack.begin(); i < stack.end(); ++i) {
     boundary::StageBoundary& stage = stack.stage(i);
     const char kind = model.kind(i);
-    const residual::StageInput in = runner(i).prepare(h, batch);
+    const boundary::ResolvedStage& resolved = stage.plan().path(batch.facts.variant()).stage;
+    Tensor in = runner(i).prepare(h, batch).values;
+    if (gathers_input_itself(resolved)) {
+      // Attention gathers its sliced input itself (as its QKV projection would).
+      gathered.push_back(residual::OwnedTensor::zeros(in.dtype, in.rows * groups.topology().attn_tp, in.cols));
+      boundary::rows::attn_tp_gather(groups, in, gathered.back().view).wait();
+      in = gathered.back().view;
+    }
     const Share share = share_of(kind, groups);
-    const std::vector<int64_t> ids = token_ids(batch.facts, stage.plan().path(batch.facts.variant()).stage.input.layout,
-                                               groups.attn().tp, groups.topology().attn_tp);
-    outputs.push_back(residual::OwnedTensor::zeros(in.values.dtype, in.values.rows, in.values.cols));
+    const std::vector<int64_t> ids = token_ids(batch.facts, resolved.input.layout, groups.attn().tp, groups.topology().attn_tp);
+    outputs.push_back(residual::OwnedTensor::zeros(in.dtype, in.rows, in.cols));
     const Tensor out = outputs.back().view;
     if (stage.plan().finishes_directly()) {
-      model.compute(i, in.values, ids, share.shard, out);
+      model.compute(i, in, ids, share.shard, out);
       h = runner(i).finish(out, batch);
       continue;
     }
     auto exit = runner(i).exit(batch);
-    model.compute(i, in.values, ids, share.shard, out);
+    model.compute(i, in, ids, share.shard, out);
     // Compute completes its own sum unless the exit told it the boundary completes or carries it.
     if (share.group && !exit.flags().compute_skips_sum()) boundary::rows::all_reduce(groups, *share.group, out).wait();
     h = exit.finish(out);
@@ -98,8 +119,11 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::
 
   ForwardOutput result;
   if (!stack.terminal()) {
+    // to_pp keeps a declared partial raw for the receiver (and completes anything else).
+    const residual::Contribution* pending = residual::current(batch).pending();
+    const bool declared_partial = pending && pending->owed == residual::Owed::declared_sum;
     const residual::PpTensors pp = residual::to_pp(h, batch);
-    handoff.send({pp.hidden_states, pp.residual, pp.has_residual});
+    handoff.send({pp.hidden_states, pp.residual, pp.has_residual, declared_partial});
     return result;
   }
   auto keep_residual = [&](const Tensor& value, bool /*owned*/) { result.residual = residual::OwnedTensor::clone(value); };

@@ -13,12 +13,15 @@ namespace {
 void usage() {
   std::puts(
       "usage: mpirun -n <tp*pp> seam_decoder_sim --pattern AF [--layers N] [--tp N] [--attn-dp N] [--pp N] [--dense-tp 1]\n"
+      "         [--input-scattered]\n"
       "         [--policy ar|rs|rsv|rs+rsv|auto] [--tokens a,b,...] [--padding max|sum|auto]\n"
       "         [--dtype fp32|bf16] [--hidden N] [--seed N] [--no-fusion] [--quiet]\n"
       "  pattern letters: A attention, F dense FFN, E expert FFN, M single-stage mixer; the stack is the\n"
       "  pattern repeated --layers times. --tokens gives the real tokens of each attention-DP replica\n"
       "  (one entry per replica, 0 for an idle one). attn_tp = tp / attn_dp; experts are sharded over EP = tp.\n"
-      "  --dense-tp 1 runs dense FFNs fully data-parallel, each rank on its own attention-TP slice of rows.");
+      "  --dense-tp 1 runs dense FFNs fully data-parallel, each rank on its own attention-TP slice of rows.\n"
+      "  --input-scattered runs INPUT_SCATTERED batches: the embedding is a TP partial (a vocab-parallel\n"
+      "  embedding), attention reads on attention-TP slices and gathers its input itself.");
 }
 
 std::vector<int64_t> parse_list(const std::string& s) {
@@ -67,6 +70,7 @@ SimArgs parse_sim_args(int argc, char** argv) {
     else if (flag == "--hidden") a.hidden = std::stoll(value());
     else if (flag == "--seed") a.seed = std::stoull(value());
     else if (flag == "--no-fusion") a.fusion = false;
+    else if (flag == "--input-scattered") a.input_scattered = true;
     else if (flag == "--quiet") a.quiet = true;
     else if (flag == "--dtype") {
       const std::string d = value();
@@ -84,6 +88,8 @@ SimArgs parse_sim_args(int argc, char** argv) {
   if (static_cast<int>(a.tokens.size()) != a.attn_dp)
     throw ValueError("--tokens needs one entry per attention-DP replica (" + std::to_string(a.attn_dp) + ")");
   if (a.padding != "max" && a.padding != "sum" && a.padding != "auto") throw ValueError("--padding must be max, sum or auto");
+  if (a.input_scattered && (a.attn_dp != 1 || (a.tp & (a.tp - 1)) != 0))
+    throw ValueError("--input-scattered needs no attention DP and a power-of-two --tp");
   if (a.pp < 1 || a.pp > static_cast<int>(a.stages().size())) throw ValueError("--pp must be between 1 and the stage count");
   return a;
 }

@@ -24,6 +24,7 @@ struct SimArgs {
   DType dtype = DType::f32;
   int64_t hidden = 64;
   uint64_t seed = 1;
+  bool input_scattered = false;        ///< attention input on attention-TP slices (INPUT_SCATTERED batches)
   bool fusion = true;                  ///< offer Seam's host fused all-reduce + add + RMSNorm candidate
   bool quiet = false;                  ///< print only the verdict
 

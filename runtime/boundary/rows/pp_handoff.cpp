@@ -19,7 +19,8 @@ struct Header {
   int64_t residual_rows;
   int64_t cols;
   uint32_t dtype;
-  uint32_t has_residual;
+  uint16_t has_residual;
+  uint16_t declared_partial;
 };
 
 comm::Communicator& world(ProcessGroups& groups) {
@@ -47,7 +48,7 @@ void PipelineHandoff::send(const PipelineTensors& t) {
   }
   comm::Communicator& w = world(groups_);
   const Header h{t.hidden_states.rows, t.has_residual ? t.residual.rows : 0, t.hidden_states.cols,
-                 static_cast<uint32_t>(t.hidden_states.dtype), t.has_residual ? 1u : 0u};
+                 static_cast<uint32_t>(t.hidden_states.dtype), t.has_residual, t.declared_partial};
   comm::Work header = w.send(&h, sizeof h, peer, kHeaderTag);
   comm::Work hidden = w.send(t.hidden_states.data, t.hidden_states.bytes(), peer, kHiddenTag);
   comm::Work residual = t.has_residual ? w.send(t.residual.data, t.residual.bytes(), peer, kResidualTag) : comm::Work{};
@@ -67,6 +68,7 @@ PipelineTensors PipelineHandoff::receive() {
   PipelineTensors t;
   t.hidden_states = into(hidden_, h, h.rows);
   t.has_residual = h.has_residual != 0;
+  t.declared_partial = h.declared_partial != 0;
   comm::Work hidden = w.recv(t.hidden_states.data, t.hidden_states.bytes(), peer, kHiddenTag);
   comm::Work residual;
   if (t.has_residual) {

@@ -16,6 +16,10 @@ struct PipelineTensors {
   Tensor hidden_states;
   Tensor residual;
   bool has_residual = false;
+  /// hidden_states is a raw partial the sender kept for the receiver's declared input sum
+  /// (to_pp's preserve_declared); false when the sender completed it. The receiver re-declares
+  /// the sum only when set, so an output completed before the cut is not summed twice.
+  bool declared_partial = false;
 };
 
 class PipelineHandoff {
