@@ -139,6 +139,7 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
   // 1. Row movement of the arriving output; 2. the residual follows the rows the read runs on.
   value = move_before_update(step.pre_move, value);
   if (written) residual = value;  // a written stream reads its (moved) residual
+  if (has_residual && step.residual_move == ResidualMove::ATTN_TP_GATHER) c->update->require_residual_gather();
   if (has_residual) residual = move_residual(step.residual_move, residual);
 
   // 3. Complete the owed sum, apply the update, read.
