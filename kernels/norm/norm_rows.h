@@ -111,4 +111,32 @@ void for_each_normed_row(const NormInputs& in, const RmsNormSpec& norm, Emit&& e
   }
 }
 
+/// Whether the AVX2 + F16C row loops run: the CPU has them and no test switched them off.
+bool use_avx2();
+/// For tests: allow (the default) or forbid the AVX2 + F16C row loops. Returns whether the CPU has them.
+bool allow_avx2(bool allow);
+
+// Every call below its entry is inlined (flatten), so the whole row pipeline is compiled for the
+// entry's instruction set; a call GCC cannot inline falls back to baseline code, never the reverse.
+template <class Rows>
+[[gnu::target("avx2,f16c"), gnu::flatten]] void run_rows_avx2(DType io, Rows& rows) {
+  dispatch_io(io, rows);
+}
+template <class Rows>
+[[gnu::flatten]] void run_rows_baseline(DType io, Rows& rows) {
+  dispatch_io(io, rows);
+}
+
+/// Calls rows(Io{}) for the activation dtype `io` — a loop over every row of one call — compiled
+/// for the best instruction set this CPU has (chosen at run time). FMA stays off: the reference's
+/// rounding order has a separate multiply and add.
+template <class Rows>
+void run_rows(DType io, Rows&& rows) {
+  if (use_avx2()) {
+    run_rows_avx2(io, rows);
+  } else {
+    run_rows_baseline(io, rows);
+  }
+}
+
 }  // namespace seam::kernels::detail

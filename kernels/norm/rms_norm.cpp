@@ -1,5 +1,6 @@
 #include "kernels/norm/rms_norm.h"
 
+#include <atomic>
 #include <string>
 
 #include "kernels/norm/norm_rows.h"
@@ -54,6 +55,24 @@ RowScratch& row_scratch(int64_t cols) {
   return scratch;
 }
 
+namespace {
+
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  return has;
+}
+
+std::atomic<bool> avx2_allowed{true};
+
+}  // namespace
+
+bool use_avx2() { return cpu_has_avx2() && avx2_allowed.load(std::memory_order_relaxed); }
+
+bool allow_avx2(bool allow) {
+  avx2_allowed.store(allow, std::memory_order_relaxed);
+  return cpu_has_avx2();
+}
+
 void fold_weight(const RmsNormSpec& norm, int64_t cols, float* w) {
   const float offset = norm.form == NormWeight::gemma ? 1.0f : 0.0f;
   dispatch_io(norm.weight_dtype, [&](auto io) {
@@ -69,7 +88,7 @@ namespace {
 
 void run_norm(const detail::NormInputs& in, const RmsNormSpec& norm, const Tensor& out) {
   detail::validate(in, norm, out, in.partials[0].dtype);
-  dispatch_io(out.dtype, [&](auto io) {
+  detail::run_rows(out.dtype, [&](auto io) {
     using Io = decltype(io);
     detail::for_each_normed_row<Io>(in, norm, [&](int64_t r, const float* __restrict s, float inv, const float* __restrict w) {
       typename Io::T* __restrict o = detail::mutable_row_of<Io>(out, r);

@@ -13,7 +13,7 @@ namespace {
 void run_norm_fp8(const detail::NormInputs& in, const RmsNormSpec& norm, const Fp8Rows& out) {
   detail::validate(in, norm, out.values, DType::fp8_e4m3);
   if (out.values.rows > 0 && !out.scales) throw ValueError("norm kernel: the FP8 output has no scales");
-  dispatch_io(in.partials[0].dtype, [&](auto io) {
+  detail::run_rows(in.partials[0].dtype, [&](auto io) {
     using Io = decltype(io);
     detail::for_each_normed_row<Io>(in, norm, [&](int64_t r, float* __restrict y, float inv, const float* __restrict w) {
       const int64_t cols = out.values.cols;

@@ -6,6 +6,7 @@
 
 #include "kernels/quant/fp8.h"
 #include "kernels/quant/norm_quant.h"
+#include "test/kernels/isa.h"
 #include "test/kernels/norm_reference.h"
 
 using namespace seam;
@@ -73,36 +74,38 @@ TEST_CASE("E4M3 encoding rounds to nearest even and saturates") {
 
 TEST_CASE("norm + FP8 per-token read quantises the unfused norm output") {
   std::mt19937 rng(9);
-  for (DType io : {DType::f32, DType::bf16, DType::f16})
-    for (bool with_residual : {false, true}) {
-      CAPTURE(dtype_name(io));
-      const int64_t rows = 5, cols = 257;
-      HostTensor h(io, rows, cols), residual(io, rows, cols), weight(io, 1, cols);
-      h.fill_random(rng);
-      residual.fill_random(rng, -4.0f, 4.0f);
-      weight.fill_random(rng);
-      seam::test::set(h.view, 2, 0, 0.0f);
-      HostTensor h2 = h, residual2 = residual, normed(io, rows, cols), q(DType::fp8_e4m3, rows, cols);
-      HostTensor zero_row(io, 1, cols), zero_q(DType::fp8_e4m3, 1, cols);
-      std::vector<float> scales(rows), zero_scale(1);
-      kernels::RmsNormSpec spec{weight.view.data, io, kernels::NormWeight::plain, 1e-6f};
-      if (with_residual) {
-        kernels::add_rms_norm_fp8(h.view, residual.view, nullptr, spec, {q.view, scales.data()});
-        kernels::add_rms_norm(h2.view, residual2.view, nullptr, spec, normed.view);
-      } else {
-        kernels::rms_norm_fp8(h.view, spec, {q.view, scales.data()});
-        kernels::rms_norm(h2.view, spec, normed.view);
-      }
-      for (int64_t r = 0; r < rows; ++r) {
-        float absmax = 0;
-        for (int64_t c = 0; c < cols; ++c) {
-          REQUIRE(residual.at(r, c) == residual2.at(r, c));
-          absmax = std::max(absmax, std::fabs(normed.at(r, c)));
+  seam::test::for_each_isa([&] {
+    for (DType io : {DType::f32, DType::bf16, DType::f16})
+      for (bool with_residual : {false, true}) {
+        CAPTURE(dtype_name(io));
+        const int64_t rows = 5, cols = 257;
+        HostTensor h(io, rows, cols), residual(io, rows, cols), weight(io, 1, cols);
+        h.fill_random(rng);
+        residual.fill_random(rng, -4.0f, 4.0f);
+        weight.fill_random(rng);
+        seam::test::set(h.view, 2, 0, 0.0f);
+        HostTensor h2 = h, residual2 = residual, normed(io, rows, cols), q(DType::fp8_e4m3, rows, cols);
+        HostTensor zero_row(io, 1, cols), zero_q(DType::fp8_e4m3, 1, cols);
+        std::vector<float> scales(rows), zero_scale(1);
+        kernels::RmsNormSpec spec{weight.view.data, io, kernels::NormWeight::plain, 1e-6f};
+        if (with_residual) {
+          kernels::add_rms_norm_fp8(h.view, residual.view, nullptr, spec, {q.view, scales.data()});
+          kernels::add_rms_norm(h2.view, residual2.view, nullptr, spec, normed.view);
+        } else {
+          kernels::rms_norm_fp8(h.view, spec, {q.view, scales.data()});
+          kernels::rms_norm(h2.view, spec, normed.view);
         }
-        const float scale = std::max(absmax / 448.0f, 1.0f / (448.0f * 512.0f));
-        REQUIRE(scales[r] == scale);
-        const auto* codes = static_cast<const uint8_t*>(q.view.row(r));
-        for (int64_t c = 0; c < cols; ++c) REQUIRE(codes[c] == nearest_e4m3(normed.at(r, c) * (1.0f / scale)));
+        for (int64_t r = 0; r < rows; ++r) {
+          float absmax = 0;
+          for (int64_t c = 0; c < cols; ++c) {
+            REQUIRE(residual.at(r, c) == residual2.at(r, c));
+            absmax = std::max(absmax, std::fabs(normed.at(r, c)));
+          }
+          const float scale = std::max(absmax / 448.0f, 1.0f / (448.0f * 512.0f));
+          REQUIRE(scales[r] == scale);
+          const auto* codes = static_cast<const uint8_t*>(q.view.row(r));
+          for (int64_t c = 0; c < cols; ++c) REQUIRE(codes[c] == nearest_e4m3(normed.at(r, c) * (1.0f / scale)));
+        }
       }
-    }
+  });
 }

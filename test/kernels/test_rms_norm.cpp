@@ -3,6 +3,7 @@
 
 #include "kernels/norm/rms_norm.h"
 #include "layouts/errors.h"
+#include "test/kernels/isa.h"
 #include "test/kernels/norm_reference.h"
 
 using namespace seam;
@@ -88,20 +89,42 @@ void check_case(const Case& k, std::mt19937& rng) {
 
 TEST_CASE("add+RMSNorm matches the reference order for every dtype, weight form and shape") {
   std::mt19937 rng(7);
-  for (DType io : kIoTypes)
-    for (auto form : {kernels::NormWeight::plain, kernels::NormWeight::gemma})
-      for (auto [rows, cols] : {std::pair<int64_t, int64_t>{0, 64}, {1, 1}, {3, 7}, {5, 64}, {2, 4096}}) {
-        check_case({io, form, rows, cols, true, false, 1}, rng);
-        check_case({io, form, rows, cols, true, true, 1}, rng);
-        check_case({io, form, rows, cols, false, false, 1}, rng);
-      }
+  seam::test::for_each_isa([&] {
+    for (DType io : kIoTypes)
+      for (auto form : {kernels::NormWeight::plain, kernels::NormWeight::gemma})
+        for (auto [rows, cols] : {std::pair<int64_t, int64_t>{0, 64}, {1, 1}, {3, 7}, {5, 64}, {2, 4096}}) {
+          check_case({io, form, rows, cols, true, false, 1}, rng);
+          check_case({io, form, rows, cols, true, true, 1}, rng);
+          check_case({io, form, rows, cols, false, false, 1}, rng);
+        }
+  });
 }
 
 TEST_CASE("fused reduce of k partials + add + RMSNorm equals the unfused all-reduce then add+norm") {
   std::mt19937 rng(11);
-  for (DType io : kIoTypes)
-    for (int k : {1, 2, 3, 4, 8})
-      check_case({io, kernels::NormWeight::plain, 6, 96, true, false, k}, rng);
+  seam::test::for_each_isa([&] {
+    for (DType io : kIoTypes)
+      for (int k : {1, 2, 3, 4, 8}) check_case({io, kernels::NormWeight::plain, 6, 96, true, false, k}, rng);
+  });
+}
+
+TEST_CASE("both instruction sets give bit-identical results") {
+  std::mt19937 rng(13);
+  for (DType io : kIoTypes) {
+    HostTensor x(io, 9, 1000), residual(io, 9, 1000), weight(io, 1, 1000);
+    x.fill_random(rng);
+    residual.fill_random(rng);
+    weight.fill_random(rng);
+    const kernels::RmsNormSpec spec{weight.view.data, io, kernels::NormWeight::gemma, 1e-6f};
+    std::vector<HostTensor> results;
+    seam::test::for_each_isa([&] {
+      HostTensor r = residual;
+      results.emplace_back(io, 9, 1000);
+      kernels::add_rms_norm(x.view, r.view, nullptr, spec, results.back().view);
+    });
+    for (size_t i = 1; i < results.size(); ++i)
+      REQUIRE(std::memcmp(results[i].storage.data(), results[0].storage.data(), results[0].view.bytes()) == 0);
+  }
 }
 
 TEST_CASE("the norm reads the unrounded FP32 sum, not the rounded residual") {
