@@ -93,7 +93,8 @@ seam_add_sim_test(tp2_rs_AF_input_scattered NP 2 ARGS --tp 2 --input-scattered -
   EXPECT "embed->attn \\[INPUT_SCATTERED\\] input: TP reduce_scatter onto slice.*attn->ffn \\[INPUT_SCATTERED\\] input: residual joins partial.*ffn->attn \\[INPUT_SCATTERED\\]: TP sum left to next input's reduce_scatter \\(declared\\)")
 seam_add_sim_test(tp4_rs+rsv_AF_input_scattered_bf16 NP 4 ARGS --tp 4 --input-scattered --policy rs+rsv --pattern AF --layers 2 --tokens 7 --dtype bf16
   EXPECT "ffn->attn \\[INPUT_SCATTERED\\] input: TP reduce_scatter onto slice")
+# A mixer that does not gather its own input reads full rows: the embedding's TP sum is an all-reduce.
 seam_add_sim_test(tp2_pp2_rs_MMF_input_scattered NP 4 ARGS --tp 2 --pp 2 --input-scattered --policy rs --pattern MMF --layers 2 --tokens 5
-  EXPECT "embed->attn \\[INPUT_SCATTERED\\] input: TP reduce_scatter onto slice")
+  EXPECT "embed->attn \\[INPUT_SCATTERED\\] input: enter, TP all_reduce")
 seam_add_sim_test(tp4_rs_AF_input_scattered_idle NP 4 ARGS --tp 4 --input-scattered --policy rs --pattern AF --layers 2 --tokens 0
   EXPECT "INPUT_SCATTERED")
