@@ -5,6 +5,7 @@
 // element against a reference built locally. Values are small integers: every sum is exact.
 //
 //   mpirun -n 4 test_row_moves --attn-dp 2 [--attn-cp 1] [--pp 1]
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -174,6 +175,46 @@ void cp_moves(ProcessGroups& g) {
   uneven.expect([&](int64_t r, int64_t c) { return value(g.tp_rank(), r, c); }, "CP padded take-back");
 }
 
+// DP x CP: each CP rank's shard placed inside its replica's rows, summed over attention TP.
+void dp_cp_moves(ProcessGroups& g, const std::vector<int64_t>& tokens) {
+  const Topology& t = g.topology();
+  const auto& at = g.attn();
+  const BatchFacts f = BatchFacts::make(tokens, at.dp, t.attn_tp * t.attn_cp, PaddingMode::SUM_LEN);
+  // Replica d's shards: CP rank r holds r + d rows (they fit the replica's padded rows below).
+  auto shard_rows = [&](int dp) {
+    std::vector<int64_t> rows;
+    for (int r = 0; r < t.attn_cp; ++r) rows.push_back(std::min<int64_t>(r + dp, f.rows(dp) / t.attn_cp));
+    return rows;
+  };
+  const std::vector<int64_t> mine = shard_rows(at.dp);
+  Rows shard(mine[static_cast<size_t>(at.cp)]), global(f.global_rows());
+  shard.fill([&](int64_t r, int64_t c) { return value(g.tp_rank(), r, c); });
+  dp_gather_cp_shards(g, f, shard.t, mine, global.t, DpGatherMode::PARTIAL);
+  global.expect([&](int64_t r, int64_t c) {
+    for (int dp = 0; dp < f.dp_size(); ++dp) {
+      const std::vector<int64_t> rows = shard_rows(dp);
+      int64_t at_row = f.offset(dp);
+      for (int cp = 0; cp < t.attn_cp; ++cp) {
+        if (r >= at_row && r < at_row + rows[static_cast<size_t>(cp)]) {
+          float s = 0;
+          for (int k = 0; k < t.attn_tp; ++k) s += value(t.tp_rank_of({dp, cp, k}), r - at_row, c);
+          return s;
+        }
+        at_row += rows[static_cast<size_t>(cp)];
+      }
+    }
+    return 0.0f;
+  }, "DP x CP gather");
+  Rows back(mine[static_cast<size_t>(at.cp)] + 1);
+  dp_cp_take_back(g, f, global.t, mine, back.t);
+  back.expect([&](int64_t r, int64_t c) {
+    if (r == back.t.rows - 1) return 0.0f;
+    float s = 0;
+    for (int k = 0; k < t.attn_tp; ++k) s += value(t.tp_rank_of({at.dp, at.cp, k}), r, c);
+    return s;
+  }, "DP x CP take-back");
+}
+
 void pipeline_handoff(ProcessGroups& g) {
   PipelineHandoff handoff(g);
   // The residual may sit on fewer rows (attention-TP slices) than the hidden states.
@@ -256,6 +297,7 @@ int main(int argc, char** argv) {
   for (int dp = 0; dp < attn_dp; ++dp) tokens.push_back(dp == 1 ? 0 : 3 + 2 * dp);  // replica 1 idle
   for (PaddingMode mode : {PaddingMode::MAX_LEN, PaddingMode::SUM_LEN}) dp_moves(groups, tokens, mode);
   cp_moves(groups);
+  dp_cp_moves(groups, std::vector<int64_t>(static_cast<size_t>(attn_dp), 6));
   pipeline_handoff(groups);
   if (pp == 1 && attn_dp == 1 && attn_cp == 1) host_fusion(groups);
   world->barrier().wait();

@@ -40,7 +40,45 @@ void gather_through_all_reduce(ProcessGroups& groups, const BatchFacts& facts, c
   all_reduce(groups, GroupKind::TP, global).wait();
 }
 
+// Where this CP rank's shard starts in the global buffer, after checking the shard counts.
+int64_t cp_shard_offset(const ProcessGroups& groups, const BatchFacts& facts, std::span<const int64_t> cp_rows) {
+  const int cp = groups.attn().cp;
+  if (static_cast<int>(cp_rows.size()) != groups.topology().attn_cp)
+    throw ValueError("row move: DP x CP moves need one shard row count per attention-CP rank");
+  int64_t before = 0, total = 0;
+  for (size_t r = 0; r < cp_rows.size(); ++r) {
+    if (static_cast<int>(r) < cp) before += cp_rows[r];
+    total += cp_rows[r];
+  }
+  if (total > facts.rows(facts.dp_rank()))
+    throw ValueError("row move: the CP shards hold more rows than their replica's padded rows");
+  return facts.offset(facts.dp_rank()) + before;
+}
+
 }  // namespace
+
+void dp_gather_cp_shards(ProcessGroups& groups, const BatchFacts& facts, const Tensor& shard,
+                         std::span<const int64_t> cp_rows, const Tensor& global, DpGatherMode mode) {
+  const int64_t at = cp_shard_offset(groups, facts, cp_rows);
+  const int64_t rows = cp_rows[static_cast<size_t>(groups.attn().cp)];
+  require_rows(shard, rows, "the CP shard");
+  require_rows(global, facts.global_rows(), "the global DP buffer");
+  require_contiguous(global, "the global DP buffer");
+  zero(global);
+  if ((mode == DpGatherMode::PARTIAL || groups.attn().tp == 0) && rows > 0)
+    kernels::copy(shard, global.slice_rows(at, rows));
+  all_reduce(groups, GroupKind::TP, global).wait();
+}
+
+void dp_cp_take_back(const ProcessGroups& groups, const BatchFacts& facts, const Tensor& global,
+                     std::span<const int64_t> cp_rows, const Tensor& shard) {
+  const int64_t at = cp_shard_offset(groups, facts, cp_rows);
+  const int64_t rows = cp_rows[static_cast<size_t>(groups.attn().cp)];
+  if (shard.rows < rows) require_rows(shard, rows, "the CP shard");
+  require_rows(global, facts.global_rows(), "the global DP buffer");
+  if (rows > 0) kernels::copy(global.slice_rows(at, rows), shard.slice_rows(0, rows));
+  zero(shard.slice_rows(rows, shard.rows - rows));
+}
 
 void dp_gather(ProcessGroups& groups, const BatchFacts& facts, const Tensor& local, const Tensor& global,
                DpGatherMode mode, Scratch& scratch) {

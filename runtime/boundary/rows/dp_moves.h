@@ -4,6 +4,8 @@
 // The moves are short schedules of the runtime's collectives and return when complete.
 #pragma once
 
+#include <span>
+
 #include "layouts/batch_facts.h"
 #include "layouts/tensor.h"
 #include "runtime/boundary/rows/process_groups.h"
@@ -26,6 +28,18 @@ enum class DpGatherMode : uint8_t {
 ///    (PARTIAL: every attention-TP rank; REPLICATE: attention-TP rank 0; CP rank 0 only), TP all-reduce.
 void dp_gather(ProcessGroups& groups, const BatchFacts& facts, const Tensor& local, const Tensor& global,
                DpGatherMode mode, Scratch& scratch);
+
+/// DP x CP on a CP batch (§3.1, §3.3): global := every replica's rows, with this CP rank's shard
+/// (cp_rows[cp_rank] rows of its replica; cp_rows holds the replica's shard counts in CP rank order)
+/// placed at offset(dp) + sum(cp_rows[:cp_rank]) — zero-fill, every CP rank writes its shard
+/// (PARTIAL: every attention-TP rank; REPLICATE: attention-TP rank 0), TP all-reduce.
+void dp_gather_cp_shards(ProcessGroups& groups, const BatchFacts& facts, const Tensor& shard,
+                         std::span<const int64_t> cp_rows, const Tensor& global, DpGatherMode mode);
+
+/// The DP x CP take-back: shard := this CP rank's shard of this replica's rows of `global`, placed
+/// as dp_gather_cp_shards places it (rows of `shard` beyond cp_rows[cp_rank] zero-filled).
+void dp_cp_take_back(const ProcessGroups& groups, const BatchFacts& facts, const Tensor& global,
+                     std::span<const int64_t> cp_rows, const Tensor& shard);
 
 /// local := this replica's rows of `global` (rows beyond them zero-filled).
 void dp_scatter(const BatchFacts& facts, const Tensor& global, const Tensor& local);
