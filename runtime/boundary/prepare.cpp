@@ -67,7 +67,8 @@ residual::DeclaredSum StageRunner::declared(SumGroup group) { return {group, all
 
 const EntryPaths& StageRunner::select_paths(const BoundPath& path, ResidualStream& stream) {
   const residual::Contribution* c = stream.pending();
-  const EntryPaths& paths = path.entry.paths_for(c ? c->update->adds_plainly() : true, stream.has_residual());
+  // A written or initial stream carries no update: any bound path reads it the same way.
+  const EntryPaths& paths = path.entry.paths_for(c ? c->update->adds_plainly() : true, c && stream.has_residual());
   if (!c) return paths;
   const std::optional<SumGroup>& expected = path.entry.input_sum;
   if (c->owed == Owed::declared_sum && (!expected || c->group != *expected))
