@@ -43,6 +43,9 @@ class ResidualStream {
   ResidualStream();
   /// A Written stream whose residual is `residual`.
   explicit ResidualStream(const Tensor& residual);
+  // One stream per forward (or microbatch): a copy would accept the same handles as its original.
+  ResidualStream(const ResidualStream&) = delete;
+  ResidualStream& operator=(const ResidualStream&) = delete;
 
   State state() const { return state_; }
   uint32_t id() const { return id_; }
