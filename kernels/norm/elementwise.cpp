@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernels/norm/io_dtype.h"
+#include "kernels/norm/norm_rows.h"
 
 namespace seam::kernels {
 namespace {
@@ -18,12 +19,12 @@ void require_like(const Tensor& t, const Tensor& like) {
 
 void add_inplace(const Tensor& dst, const Tensor& src) {
   require_like(src, dst);
-  dispatch_io(dst.dtype, [&](auto io) {
+  detail::run_rows(dst.dtype, [&](auto io) {
     using Io = decltype(io);
     using T = typename Io::T;
     for (int64_t r = 0; r < dst.rows; ++r) {
-      T* d = static_cast<T*>(dst.row(r));
-      const T* s = static_cast<const T*>(src.row(r));
+      T* __restrict d = static_cast<T*>(dst.row(r));
+      const T* __restrict s = static_cast<const T*>(src.row(r));
       for (int64_t c = 0; c < dst.cols; ++c) d[c] = Io::store(Io::load(d[c]) + Io::load(s[c]));
     }
   });
