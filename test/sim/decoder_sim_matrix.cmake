@@ -98,3 +98,14 @@ seam_add_sim_test(tp2_pp2_rs_MMF_input_scattered NP 4 ARGS --tp 2 --pp 2 --input
   EXPECT "embed->attn \\[INPUT_SCATTERED\\] input: enter, TP all_reduce")
 seam_add_sim_test(tp4_rs_AF_input_scattered_idle NP 4 ARGS --tp 4 --input-scattered --policy rs --pattern AF --layers 2 --tokens 0
   EXPECT "INPUT_SCATTERED")
+
+# Context-parallel batches (--attn-cp, DSA/MLA-style equal shards): the FFN input reads on this
+# rank's CP shard, then gathers over attention CP; the FFN's exit takes its shard back (or a CP
+# reduce-scatter completes the sum) (#15). Run without the fused candidate: see the report on a
+# fused FFN input that skips its CP gather.
+seam_add_sim_test(tp4_cp2_rs_AF NP 4 ARGS --tp 4 --attn-cp 2 --policy rs --pattern AF --layers 2 --tokens 7 --no-fusion
+  EXPECT "attn->ffn \\[CONTEXT_PARALLEL\\] input: ATTN_TP all_reduce[^\n]*input CP gather.*ffn->attn \\[CONTEXT_PARALLEL\\]: TP all_reduce in compute, CP take-back at exit")
+seam_add_sim_test(tp2_cp2_rs_AE NP 2 ARGS --tp 2 --attn-cp 2 --policy rs --pattern AE --layers 2 --tokens 5 --no-fusion
+  EXPECT "ffn->attn \\[CONTEXT_PARALLEL\\]: MOE_OUTPUT sum completed by ATTN_CP reduce_scatter at exit.*ATTN_CP +reduce_scatter")
+seam_add_sim_test(tp4_cp2_pp2_ar_MMF_bf16 NP 8 ARGS --tp 4 --attn-cp 2 --pp 2 --policy ar --pattern MMF --layers 2 --tokens 9 --dtype bf16 --no-fusion
+  EXPECT "# pipeline stage 1.*CONTEXT_PARALLEL")

@@ -27,13 +27,15 @@ void Comparison::merge(const Comparison& o) {
   if (first_mismatch.empty()) first_mismatch = o.first_mismatch;
 }
 
-Comparison compare_rows(const Tensor& got, const Tensor& want, int64_t want_begin, int64_t rows, Tolerance tol) {
+Comparison compare_rows(const Tensor& got, const Tensor& want, std::span<const int64_t> ids, Tolerance tol) {
   Comparison c;
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = 0; r < got.rows && r < static_cast<int64_t>(ids.size()); ++r) {
+    const int64_t token = ids[static_cast<size_t>(r)];
+    if (token < 0) continue;
     double row_max = 0;
-    for (int64_t col = 0; col < got.cols; ++col) row_max = std::max(row_max, std::fabs(double(load(want, want_begin + r, col))));
+    for (int64_t col = 0; col < got.cols; ++col) row_max = std::max(row_max, std::fabs(double(load(want, token, col))));
     for (int64_t col = 0; col < got.cols; ++col) {
-      const double g = load(got, r, col), w = load(want, want_begin + r, col);
+      const double g = load(got, r, col), w = load(want, token, col);
       const double err = std::fabs(g - w);
       ++c.checked;
       c.max_abs_error = std::max(c.max_abs_error, err);
@@ -41,7 +43,7 @@ Comparison compare_rows(const Tensor& got, const Tensor& want, int64_t want_begi
       if (!(err <= tol.rtol * std::fabs(w) + tol.row_tol * row_max)) {
         if (c.mismatched++ == 0) {
           char buf[128];
-          std::snprintf(buf, sizeof buf, "row %lld col %lld: got %.8g, want %.8g", static_cast<long long>(want_begin + r),
+          std::snprintf(buf, sizeof buf, "token %lld col %lld: got %.8g, want %.8g", static_cast<long long>(token),
                         static_cast<long long>(col), g, w);
           c.first_mismatch = buf;
         }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "layouts/tensor.h"
@@ -33,7 +34,7 @@ struct Comparison {
   void merge(const Comparison& other);
 };
 
-/// Compares rows [0, rows) of got with rows [want_begin, want_begin + rows) of want.
-Comparison compare_rows(const Tensor& got, const Tensor& want, int64_t want_begin, int64_t rows, Tolerance tol);
+/// Compares each row r of got holding a token (ids[r] >= 0) with row ids[r] of want.
+Comparison compare_rows(const Tensor& got, const Tensor& want, std::span<const int64_t> ids, Tolerance tol);
 
 }  // namespace seam::sim

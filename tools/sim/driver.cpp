@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "layouts/errors.h"
@@ -33,16 +34,17 @@ Share share_of(char kind, const ProcessGroups& g) {
   }
 }
 
-// This replica's embeddings on its padded local rows (padding rows zero). On an input-scattered
-// batch the embedding is vocab-parallel: each TP rank holds a 1/tp share (exact for a power of two)
-// and the first boundary completes the TP sum.
-residual::OwnedTensor embeddings(const Model& model, const BatchFacts& facts, int tp) {
-  residual::OwnedTensor e = residual::OwnedTensor::zeros(model.config().dtype, facts.local_rows(), model.config().hidden);
-  const int64_t first = first_token(facts, facts.dp_rank());
+// The stack's input on the rows the first stage receives (`ids`, padding rows zero). On an
+// input-scattered batch the embedding is vocab-parallel: each TP rank holds a 1/tp share (exact for
+// a power of two) and the first boundary completes the TP sum.
+residual::OwnedTensor embeddings(const Model& model, const BatchFacts& facts, std::span<const int64_t> ids, int tp) {
+  residual::OwnedTensor e = residual::OwnedTensor::zeros(model.config().dtype, static_cast<int64_t>(ids.size()),
+                                                         model.config().hidden);
   const float share = facts.variant() == BatchVariant::INPUT_SCATTERED ? 1.0f / static_cast<float>(tp) : 1.0f;
-  for (int64_t i = 0; i < facts.tokens(facts.dp_rank()); ++i) {
-    model.embed(first + i, e.view, i);
-    for (int64_t c = 0; c < e.view.cols; ++c) store(e.view, i, c, load(e.view, i, c) * share);
+  for (int64_t r = 0; r < e.view.rows; ++r) {
+    if (ids[static_cast<size_t>(r)] < 0) continue;
+    model.embed(ids[static_cast<size_t>(r)], e.view, r);
+    for (int64_t c = 0; c < e.view.cols; ++c) store(e.view, r, c, load(e.view, r, c) * share);
   }
   return e;
 }
@@ -75,11 +77,14 @@ std::vector<std::unique_ptr<boundary::StageRunner>> bind_runners(SimStack& stack
 ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::unique_ptr<boundary::StageRunner>>& runners,
                           ProcessGroups& groups, boundary::rows::PipelineHandoff& handoff, residual::ForwardBatch& batch) {
   auto runner = [&](int64_t i) -> boundary::StageRunner& { return *runners[static_cast<size_t>(i - stack.begin())]; };
+  const Topology& topology = groups.topology();
+  auto path = [&](int64_t i) -> const boundary::BoundPath& { return stack.stage(i).plan().path(batch.facts.variant()); };
 
   residual::OwnedTensor input;  // the embeddings, on the partition that starts the stack
   residual::LayerOutput h;
   if (stack.begin() == 0) {
-    input = embeddings(model, batch.facts, groups.topology().tp);
+    const auto ids = token_ids(batch.facts, path(0).incoming.produced.layout, topology, groups.attn());
+    input = embeddings(model, batch.facts, ids, topology.tp);
     residual::start(batch);
     h = residual::LayerOutput(input.view);
   } else {
@@ -93,16 +98,16 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::
   for (int64_t i = stack.begin(); i < stack.end(); ++i) {
     boundary::StageBoundary& stage = stack.stage(i);
     const char kind = model.kind(i);
-    const boundary::ResolvedStage& resolved = stage.plan().path(batch.facts.variant()).stage;
+    const boundary::ResolvedStage& resolved = path(i).stage;
     Tensor in = runner(i).prepare(h, batch).values;
     if (gathers_input_itself(resolved)) {
       // Attention gathers its sliced input itself (as its QKV projection would).
-      gathered.push_back(residual::OwnedTensor::zeros(in.dtype, in.rows * groups.topology().attn_tp, in.cols));
+      gathered.push_back(residual::OwnedTensor::zeros(in.dtype, in.rows * topology.attn_tp, in.cols));
       boundary::rows::attn_tp_gather(groups, in, gathered.back().view).wait();
       in = gathered.back().view;
     }
     const Share share = share_of(kind, groups);
-    const std::vector<int64_t> ids = token_ids(batch.facts, resolved.input.layout, groups.attn().tp, groups.topology().attn_tp);
+    const std::vector<int64_t> ids = token_ids(batch.facts, resolved.input.layout, topology, groups.attn());
     outputs.push_back(residual::OwnedTensor::zeros(in.dtype, in.rows, in.cols));
     const Tensor out = outputs.back().view;
     if (stage.plan().finishes_directly()) {
@@ -129,6 +134,7 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::
   auto keep_residual = [&](const Tensor& value, bool /*owned*/) { result.residual = residual::OwnedTensor::clone(value); };
   const Tensor normed = residual::norm(h, batch, stack.final_norm(), {.capture = keep_residual});
   result.output = residual::OwnedTensor::clone(normed);
+  result.token_ids = token_ids(batch.facts, path(stack.end() - 1).stage.handed_on, topology, groups.attn());
   result.has_output = true;
   return result;
 }

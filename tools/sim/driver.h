@@ -20,6 +20,7 @@ namespace seam::sim {
 
 struct ForwardOutput {
   bool has_output = false;         ///< only on the last pipeline stage
+  std::vector<int64_t> token_ids;  ///< the global token of each output row (-1: padding)
   residual::OwnedTensor output;    ///< the final norm's output, this replica's rows
   residual::OwnedTensor residual;  ///< the residual the final norm read
 };

@@ -28,12 +28,13 @@ using boundary::rows::ProcessGroups;
 namespace {
 
 Topology topology_of(const SimArgs& a) {
-  Topology t = Topology::make(a.tp, a.attn_dp);
+  Topology t = Topology::make(a.tp, a.attn_dp, a.attn_cp);
   t.moe_ep = a.tp;  // experts sharded over every TP rank (pure EP): RSv applies when attn_tp == 1
   t.moe_tp = 1;
   t.pp = a.pp;
   t.moe_dense_tp = a.dense_tp;
   t.attn_tp_input_scattered = a.input_scattered;
+  t.enable_prefill_cp = t.cp_over_attn_cp = a.attn_cp > 1;
   t.validate();
   return t;
 }
@@ -111,12 +112,11 @@ void print_traffic(const std::vector<double>& all, int world_size) {
   }
 }
 
-Comparison check(const ForwardOutput& out, const BatchFacts& facts, const ReferenceOutput& ref, Tolerance tol) {
+Comparison check(const ForwardOutput& out, const ReferenceOutput& ref, Tolerance tol) {
   Comparison c;
   if (!out.has_output) return c;
-  const int dp = facts.dp_rank();
-  c.merge(compare_rows(out.output.view, ref.output, first_token(facts, dp), facts.tokens(dp), tol));
-  Comparison r = compare_rows(out.residual.view, ref.residual, first_token(facts, dp), facts.tokens(dp), tol);
+  c.merge(compare_rows(out.output.view, ref.output, out.token_ids, tol));
+  Comparison r = compare_rows(out.residual.view, ref.residual, out.token_ids, tol);
   if (!r.first_mismatch.empty()) r.first_mismatch = "residual " + r.first_mismatch;
   c.merge(r);
   return c;
@@ -138,7 +138,8 @@ int run(int argc, char** argv) {
     for (int64_t t : args.tokens) std::printf(" %lld", static_cast<long long>(t));
     std::printf("  padding %s  %s batch  dtype %s  hidden %lld  fusion %s\n",
                 args.padding_mode() == PaddingMode::MAX_LEN ? "MAX_LEN" : "SUM_LEN",
-                args.input_scattered ? "INPUT_SCATTERED" : "ORDINARY",
+                std::string(batch_variant_name(select_batch_variant(
+                    {.input_scattered = args.input_scattered, .shards_over_cp = args.attn_cp > 1}))).c_str(),
                 args.dtype == DType::bf16 ? "bf16" : "fp32", static_cast<long long>(args.hidden), args.fusion ? "host" : "off");
     print_plan(model, ctx, args);
   }
@@ -148,15 +149,17 @@ int run(int argc, char** argv) {
   SimStack stack(model, ctx, args.pp, groups.pp_rank(), fusion);
   boundary::rows::PipelineHandoff handoff(groups);
   residual::ForwardBatch batch;
-  const BatchVariant variant = select_batch_variant({.input_scattered = args.input_scattered});
-  batch.facts = BatchFacts::make(args.tokens, groups.attn().dp, ctx.topology.attn_tp, args.padding_mode(), variant);
+  const BatchVariant variant =
+      select_batch_variant({.input_scattered = args.input_scattered, .shards_over_cp = args.attn_cp > 1});
+  batch.facts = BatchFacts::make(args.tokens, groups.attn().dp, ctx.topology.attn_tp * ctx.topology.attn_cp,
+                                 args.padding_mode(), variant);
   auto runners = bind_runners(stack, groups);
   const ForwardOutput out = run_forward(model, stack, runners, groups, handoff, batch);
 
   const int64_t total = std::accumulate(args.tokens.begin(), args.tokens.end(), int64_t{0});
   const ReferenceOutput ref = run_reference(model, total);
   const Tolerance tol = Tolerance::for_dtype(args.dtype, model.stage_count());
-  const Comparison mine = check(out, batch.facts, ref, tol);
+  const Comparison mine = check(out, ref, tol);
   if (!mine.ok())
     std::fprintf(stderr, "[rank %d] MISMATCH: %lld of %lld values, first at %s\n", world->rank(),
                  static_cast<long long>(mine.mismatched), static_cast<long long>(mine.checked), mine.first_mismatch.c_str());

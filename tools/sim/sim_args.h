@@ -15,7 +15,8 @@ struct SimArgs {
   std::string pattern = "AF";          ///< one period of the stack (A, F, E, M)
   int layers = 1;                      ///< the stack is `pattern` repeated this many times
   int tp = 1;
-  int attn_dp = 1;                     ///< attn_tp = tp / attn_dp
+  int attn_dp = 1;                     ///< attn_tp = tp / (attn_dp * attn_cp)
+  int attn_cp = 1;                     ///< > 1: a DSA/MLA-style prefill-CP batch, equal shards over attention CP
   int pp = 1;
   int dense_tp = 0;                    ///< dense FFN TP size: 1 (fully DP, on this rank's rows) or tp (0 = tp)
   std::string policy = "auto";         ///< ar | rs | rsv | rs+rsv | auto

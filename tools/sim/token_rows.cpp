@@ -8,7 +8,8 @@ int64_t first_token(const BatchFacts& facts, int dp) {
   return first;
 }
 
-std::vector<int64_t> token_ids(const BatchFacts& facts, Layout layout, int attn_tp_rank, int attn_tp) {
+std::vector<int64_t> token_ids(const BatchFacts& facts, Layout layout, const Topology& topology,
+                               const Topology::AttnCoords& at) {
   std::vector<int64_t> ids;
   auto append_replica = [&](int dp) {
     for (int64_t i = 0; i < facts.rows(dp); ++i) ids.push_back(i < facts.tokens(dp) ? first_token(facts, dp) + i : -1);
@@ -18,10 +19,12 @@ std::vector<int64_t> token_ids(const BatchFacts& facts, Layout layout, int attn_
   } else {
     for (int dp = 0; dp < facts.dp_size(); ++dp) append_replica(dp);
   }
-  if (layout.has(TokenAxis::ATTN_TP_SCATTER)) {
-    const auto per_rank = static_cast<int64_t>(ids.size()) / attn_tp;
-    ids = std::vector<int64_t>(ids.begin() + per_rank * attn_tp_rank, ids.begin() + per_rank * (attn_tp_rank + 1));
-  }
+  auto keep_part = [&](int index, int count) {
+    const auto per_part = static_cast<int64_t>(ids.size()) / count;
+    ids = std::vector<int64_t>(ids.begin() + per_part * index, ids.begin() + per_part * (index + 1));
+  };
+  if (layout.has(TokenAxis::ATTN_CP)) keep_part(at.cp, topology.attn_cp);
+  if (layout.has(TokenAxis::ATTN_TP_SCATTER)) keep_part(at.tp, topology.attn_tp);
   return ids;
 }
 
