@@ -13,6 +13,7 @@
 
 #include "kernels/norm/rms_norm.h"
 #include "layouts/batch_facts.h"
+#include "layouts/errors.h"
 #include "runtime/boundary/factories.h"
 #include "runtime/boundary/rows/host_fusion.h"
 #include "runtime/boundary/rows/cp_moves.h"
@@ -73,6 +74,18 @@ void attn_tp_moves(ProcessGroups& g) {
   attn_tp_gather(g, slice.t, full.t).wait();
   full.expect([&](int64_t r, int64_t c) { return value(base + static_cast<int>(r / slice_rows), r % slice_rows, c); },
               "attention-TP gather");
+
+  if (t.tp > 1) {  // the reference's assertion, verbatim
+    std::string message;
+    const Rows uneven(t.tp + 1);
+    try {
+      token_slice(g, GroupKind::TP, uneven.t);
+    } catch (const ValueError& e) {
+      message = e.what();
+    }
+    const std::string want = "Expected total tokens " + std::to_string(t.tp + 1) + " % tp_size " + std::to_string(t.tp) + " to be 0";
+    ROWS_CHECK(message == want, "TP slice of rows that do not divide: '%s'", message.c_str());
+  }
 
   full.fill([&](int64_t r, int64_t c) { return value(g.tp_rank(), r, c); });
   attn_tp_reduce_scatter(g, full.t, slice.t).wait();
