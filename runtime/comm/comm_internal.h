@@ -22,6 +22,7 @@
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/task.h"
 #include "runtime/comm/work.h"
+#include "transports/shm/shm_transport.h"
 #include "transports/transport.h"
 
 namespace seam::comm {
@@ -70,11 +71,12 @@ class Engine {
   uint32_t next_context() const { return next_ctx_; }
   void reserve_contexts(uint32_t up_to_exclusive);
   std::string transport_name;             ///< "shm", "ucx" or "shm+ucx"
+  shm::ShmTransport* shm = nullptr;       ///< the shm transport, when there is one
   std::vector<std::string> peer_transport;  ///< per world rank
 
  private:
   void step_all();
-  void fail(WorkState& w, std::exception_ptr e, const std::string& what, bool is_comm_error);
+  void fail(WorkState& w, std::exception_ptr e);
   void abort(const std::string& reason, int peer);
 
   std::shared_ptr<transport::Transport> transport_;
@@ -83,20 +85,23 @@ class Engine {
   uint32_t next_ctx_ = 1;  // 0 is the world
   std::string abort_reason_;
   int abort_peer_ = -1;
+  Clock::time_point last_liveness_check_{};
 };
 
 /// The Group a running operation sees: group ranks -> world ranks, tags scoped to the operation.
 class OpGroup final : public collectives::Group {
  public:
-  OpGroup(transport::Transport& t, std::shared_ptr<const std::vector<int>> members, int rank,
-          uint64_t tag_base, const std::string* transport_name)
-      : t_(t), members_(std::move(members)), rank_(rank), tag_base_(tag_base), name_(transport_name) {}
+  OpGroup(Engine& engine, std::shared_ptr<const std::vector<int>> members, int rank, uint64_t tag_base)
+      : t_(engine.transport()), members_(std::move(members)), rank_(rank), tag_base_(tag_base),
+        name_(&engine.transport_name), shm_(engine.shm) {}
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(members_->size()); }
   int world_rank(int r) const override { return (*members_)[static_cast<size_t>(r)]; }
+  const std::vector<int>& members() const { return *members_; }
   transport::RequestPtr isend(int peer, uint32_t step, const void* data, size_t bytes) override;
   transport::RequestPtr irecv(int peer, uint32_t step, void* data, size_t bytes) override;
   std::string_view transport_name() const override { return *name_; }
+  shm::ShmTransport* shm() const { return shm_; }
 
  private:
   transport::Transport& t_;
@@ -104,6 +109,7 @@ class OpGroup final : public collectives::Group {
   int rank_;
   uint64_t tag_base_;
   const std::string* name_;
+  shm::ShmTransport* shm_;
 };
 
 class WorkState {

@@ -15,6 +15,7 @@
 #include "runtime/collectives/collectives.h"
 #include "runtime/comm/comm_internal.h"
 #include "runtime/comm/composite_transport.h"
+#include "runtime/comm/shm_access.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/ucx/ucx_transport.h"
 
@@ -109,6 +110,11 @@ uint64_t hash_ranks(std::span<const int> ranks) {
 
 }  // namespace
 
+shm::ShmTransport* shm_transport_of(collectives::Group& group) {
+  auto* g = dynamic_cast<OpGroup*>(&group);
+  return g ? g->shm() : nullptr;
+}
+
 // ---- CommunicatorImpl -----------------------------------------------------------------------
 
 std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op) {
@@ -116,14 +122,14 @@ std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op) {
   const uint32_t s = seq++;
   return std::make_shared<WorkState>(
       engine, op, ctx, s, rank, static_cast<int>(members->size()),
-      OpGroup(engine->transport(), members, rank, tags::collective_base(ctx, s), &engine->transport_name));
+      OpGroup(*engine, members, rank, tags::collective_base(ctx, s)));
 }
 
 std::shared_ptr<WorkState> CommunicatorImpl::new_p2p(const char* op, uint32_t user_tag) {
   engine->check_usable();
   return std::make_shared<WorkState>(
       engine, op, ctx, seq, rank, static_cast<int>(members->size()),
-      OpGroup(engine->transport(), members, rank, tags::make(ctx, tags::p2p, user_tag), &engine->transport_name));
+      OpGroup(*engine, members, rank, tags::make(ctx, tags::p2p, user_tag)));
 }
 
 Work CommunicatorImpl::launch(const std::shared_ptr<WorkState>& w) {
@@ -184,6 +190,7 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
   for (int r = 0; r < size; ++r) per_peer[static_cast<size_t>(r)] = shm && shm->is_local(r) ? "shm" : "ucx";
   std::unique_ptr<transport::Transport> t;
   std::string name;
+  shm::ShmTransport* shm_raw = shm.get();
   if (shm && ucx) {
     name = "shm+ucx";
     t = std::make_unique<CompositeTransport>(std::move(shm), std::move(ucx));
@@ -205,6 +212,7 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
   }
   auto engine = std::make_shared<Engine>(std::make_shared<OwningTransport>(std::move(bs), std::move(t)), cfg);
   engine->transport_name = name;
+  engine->shm = shm_raw;
   engine->peer_transport = std::move(per_peer);
   auto members = std::make_shared<std::vector<int>>(static_cast<size_t>(size));
   std::iota(members->begin(), members->end(), 0);
@@ -236,8 +244,7 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
   const uint32_t payload = static_cast<uint32_t>(((h ^ (h >> 23) ^ (h >> 46)) & 0x7fffff) << 8) | (count & 0xff);
   auto w = std::make_shared<WorkState>(
       im.engine, "group", im.ctx, im.seq, im.rank, size(),
-      OpGroup(im.engine->transport(), im.members, im.rank, tags::make(im.ctx, tags::internal, payload),
-              &im.engine->transport_name));
+      OpGroup(*im.engine, im.members, im.rank, tags::make(im.ctx, tags::internal, payload)));
   std::vector<int> sub(ranks.begin(), ranks.end());
   std::vector<Record> all(sub.size());
   all[pos] = {static_cast<int64_t>(im.engine->next_context()), 0, 0, 0};

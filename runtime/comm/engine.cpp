@@ -50,13 +50,13 @@ void Engine::start(const std::shared_ptr<WorkState>& w) {
   try {
     if (w->task.step()) w->status = WorkState::Status::done;
   } catch (...) {
-    fail(*w, std::current_exception(), "", false);
+    fail(*w, std::current_exception());
   }
   if (w->status != WorkState::Status::pending && !outstanding_.empty() && outstanding_.back() == w)
     outstanding_.pop_back();
 }
 
-void Engine::fail(WorkState& w, std::exception_ptr e, const std::string&, bool) {
+void Engine::fail(WorkState& w, std::exception_ptr e) {
   try {
     std::rethrow_exception(e);
   } catch (const TimeoutError& x) {
@@ -104,25 +104,33 @@ void Engine::step_all() {
     try {
       if (w.task.step()) w.status = WorkState::Status::done;
     } catch (...) {
-      fail(w, std::current_exception(), "", false);
+      fail(w, std::current_exception());
       if (aborted()) return;
     }
   }
   const auto now = Clock::now();
+  const bool check_peers = now - last_liveness_check_ >= std::chrono::milliseconds(5);
+  if (check_peers) last_liveness_check_ = now;
   for (auto& o : outstanding_) {
     WorkState& w = *o;
-    if (w.status != WorkState::Status::pending || now < w.deadline) continue;
-    int peer = w.task.blocking_peer();
-    std::string msg;
-    if (peer >= 0 && !transport_->peer_alive(peer)) {
-      msg = "seam: " + describe(w) + " failed: rank " + std::to_string(peer) + " is dead";
-      fail(w, std::make_exception_ptr(CommError(msg, peer)), "", true);
-    } else {
-      msg = "seam: " + describe(w) + " timed out after " + std::to_string(config_.timeout_ms) +
-            " ms (SEAM_TIMEOUT_MS) waiting for " +
-            (peer >= 0 ? "rank " + std::to_string(peer) : std::string("its peers"));
-      fail(w, std::make_exception_ptr(TimeoutError(msg, peer)), "", true);
+    if (w.status != WorkState::Status::pending) continue;
+    if (check_peers) {
+      // The peer this operation waits for died: fail now rather than at the deadline (the task
+      // may wait on a flag in shared memory, which no transport request would fail). Only the
+      // peer it waits for counts: a peer that finished its part and exited is no failure.
+      int m = w.task.blocking_peer();
+      if (m >= 0 && m != transport_->rank() && !transport_->peer_alive(m)) {
+        fail(w, std::make_exception_ptr(CommError(
+                    "rank " + std::to_string(m) + " is dead (its process exited or its connection broke)", m)));
+        return;  // aborted: outstanding_ is empty now
+      }
     }
+    if (now < w.deadline) continue;
+    int peer = w.task.blocking_peer();
+    std::string msg = "seam: " + describe(w) + " timed out after " + std::to_string(config_.timeout_ms) +
+                      " ms (SEAM_TIMEOUT_MS) waiting for " +
+                      (peer >= 0 ? "rank " + std::to_string(peer) : std::string("its peers"));
+    fail(w, std::make_exception_ptr(TimeoutError(msg, peer)));
     return;  // aborted: outstanding_ is empty now
   }
   while (!outstanding_.empty() && outstanding_.front()->status != WorkState::Status::pending)

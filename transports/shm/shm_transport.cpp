@@ -421,7 +421,7 @@ class ShmTransportImpl final : public ShmTransport {
 
   bool peer_alive(int world_rank) override {
     if (!is_local(world_rank)) return false;
-    check_peers(true);
+    check_peers();
     return !peer(world_rank).dead;
   }
 

@@ -15,6 +15,7 @@
 #include "runtime/bootstrap/bootstrap.h"
 #include "thread_exchange.h"
 #include "transports/shm/shm_transport.h"
+#include "transports/ucx/ucx_transport.h"
 
 using namespace seam;
 using transport::RequestPtr;
@@ -35,9 +36,11 @@ void wait_all(transport::Transport& t, const std::vector<RequestPtr>& reqs, int 
   }
 }
 
-/// Runs body(rank, transport) on n threads, each with its own ShmTransport.
+enum class Kind { shm, ucx };
+
+/// Runs body(rank, transport) on n threads, each with its own transport of `kind`.
 template <class F>
-void on_threads(int n, size_t ring_bytes, F body) {
+void on_threads(Kind kind, int n, size_t ring_bytes, F body) {
   test::ThreadExchangeHub hub(n);
   std::vector<std::thread> threads;
   std::vector<std::string> errors(static_cast<size_t>(n));
@@ -47,7 +50,14 @@ void on_threads(int n, size_t ring_bytes, F body) {
         test::ThreadExchange ex(hub, r);
         std::vector<int> local(static_cast<size_t>(n));
         std::iota(local.begin(), local.end(), 0);
-        auto t = shm::ShmTransport::create(ex, local, ring_bytes, std::chrono::milliseconds(10000));
+        std::unique_ptr<transport::Transport> t;
+        if (kind == Kind::shm) {
+          t = shm::ShmTransport::create(ex, local, ring_bytes, std::chrono::milliseconds(10000));
+        } else {
+          std::vector<std::string> hosts(static_cast<size_t>(n), "thread-host");
+          std::vector<int> pids(static_cast<size_t>(n), getpid());
+          t = ucx::UcxTransport::create(ex, hosts, pids, std::chrono::milliseconds(10000));
+        }
         body(r, *t);
         ex.all_gather("done");  // keep the segment mapped until everyone finished
       } catch (const std::exception& e) {
@@ -66,10 +76,10 @@ std::vector<uint8_t> pattern(size_t n, int salt) {
 
 }  // namespace
 
-TEST_CASE("shm: every size from 0 bytes to several rings, both directions at once") {
+void sizes_case(Kind kind) {
   const std::vector<size_t> sizes = {0, 1, 15, 16, 17, 47, 48, 49, 63, 64, 65, 4095, 4096, 32 * 1024,
                                      32 * 1024 + 1, 100000, 3 * 65536 + 5, 1 << 20};
-  on_threads(2, 64 * 1024, [&](int rank, transport::Transport& t) {
+  on_threads(kind, 2, 64 * 1024, [&](int rank, transport::Transport& t) {
     const int peer = 1 - rank;
     for (size_t s : sizes) {
       auto out = pattern(s, rank);
@@ -86,8 +96,8 @@ TEST_CASE("shm: every size from 0 bytes to several rings, both directions at onc
   });
 }
 
-TEST_CASE("shm: tags match out of order; same tag keeps order; unexpected then posted") {
-  on_threads(3, 4096, [&](int rank, transport::Transport& t) {
+void order_case(Kind kind) {
+  on_threads(kind, 3, 4096, [&](int rank, transport::Transport& t) {
     const int K = 20;
     std::vector<RequestPtr> reqs;
     std::vector<std::vector<int>> out, in;
@@ -125,8 +135,8 @@ TEST_CASE("shm: tags match out of order; same tag keeps order; unexpected then p
   });
 }
 
-TEST_CASE("shm: a receive smaller than the message fails naming both sizes; the stream goes on") {
-  on_threads(2, 4096, [&](int rank, transport::Transport& t) {
+void mismatch_case(Kind kind) {
+  on_threads(kind, 2, 4096, [&](int rank, transport::Transport& t) {
     std::vector<char> big(10000, 'x'), small(100);
     int after = 0, got = 0;
     if (rank == 0) {
@@ -136,15 +146,16 @@ TEST_CASE("shm: a receive smaller than the message fails naming both sizes; the 
       auto r2 = t.irecv(0, 2, &got, sizeof(got));
       wait_all(t, {r, r2});
       REQUIRE(r->failed());
-      CHECK(r->error().find("10000-byte message") != std::string::npos);
+      CHECK(r->error().find("size mismatch") != std::string::npos);
+      if (kind == Kind::shm) CHECK(r->error().find("10000-byte message") != std::string::npos);
       CHECK(r->error().find("100-byte receive") != std::string::npos);
       CHECK(r2->done());
     }
   });
 }
 
-TEST_CASE("shm: send to self, and many small messages in flight") {
-  on_threads(2, 4096, [&](int rank, transport::Transport& t) {
+void self_case(Kind kind) {
+  on_threads(kind, 2, 4096, [&](int rank, transport::Transport& t) {
     int a = 42, b = 0;
     wait_all(t, {t.isend(rank, 9, &a, 4), t.irecv(rank, 9, &b, 4)});
     CHECK(b == 42);
@@ -158,8 +169,17 @@ TEST_CASE("shm: send to self, and many small messages in flight") {
   });
 }
 
+TEST_CASE("shm: every size from 0 bytes to several rings, both directions at once") { sizes_case(Kind::shm); }
+TEST_CASE("ucx: every size from 0 bytes to several MiB, both directions at once") { sizes_case(Kind::ucx); }
+TEST_CASE("shm: tags match out of order; same tag keeps order") { order_case(Kind::shm); }
+TEST_CASE("ucx: tags match out of order; same tag keeps order") { order_case(Kind::ucx); }
+TEST_CASE("shm: a receive smaller than the message fails naming both sizes") { mismatch_case(Kind::shm); }
+TEST_CASE("ucx: a receive smaller than the message fails") { mismatch_case(Kind::ucx); }
+TEST_CASE("shm: send to self, and many small messages in flight") { self_case(Kind::shm); }
+TEST_CASE("ucx: send to self, and many small messages in flight") { self_case(Kind::ucx); }
+
 TEST_CASE("shm: map_shared gives every member one segment") {
-  on_threads(3, 4096, [&](int rank, transport::Transport& t) {
+  on_threads(Kind::shm, 3, 4096, [&](int rank, transport::Transport& t) {
     auto& shm = static_cast<shm::ShmTransport&>(t);
     std::vector<int> members = {2, 0, 1};
     auto seg = shm.map_shared(members, 4096, 7);
