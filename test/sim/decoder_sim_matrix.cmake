@@ -109,3 +109,11 @@ seam_add_sim_test(tp2_cp2_rs_AE NP 2 ARGS --tp 2 --attn-cp 2 --policy rs --patte
   EXPECT "ffn->attn \\[CONTEXT_PARALLEL\\]: MOE_OUTPUT sum completed by ATTN_CP reduce_scatter at exit.*ATTN_CP +reduce_scatter")
 seam_add_sim_test(tp4_cp2_pp2_ar_MMF_bf16 NP 8 ARGS --tp 4 --attn-cp 2 --pp 2 --policy ar --pattern MMF --layers 2 --tokens 9 --dtype bf16 --no-fusion
   EXPECT "# pipeline stage 1.*CONTEXT_PARALLEL")
+
+# Experts over EP x MoE-TP (--moe-ep): the merged post-experts sum is not one all-reduce, so the MoE
+# completes it in compute (#8); with moe_ep == attn_dp under attention TP 2 the RSv topology holds
+# and Seam's RSv hands each attention-TP rank its slice, then gathers it over attention TP.
+seam_add_sim_test(tp4_moe_ep2_ar_AE NP 4 ARGS --tp 4 --moe-ep 2 --policy ar --pattern AE --layers 2 --tokens 5
+  EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT all_reduce in compute")
+seam_add_sim_test(tp4_dp2_moe_ep2_rsv_AE NP 4 ARGS --tp 4 --attn-dp 2 --moe-ep 2 --policy rsv --pattern AE --layers 2 --tokens 5,2
+  EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT reduce_scatterv at next input \\(deferred\\).*TP +reduce_scatterv")

@@ -147,8 +147,8 @@ void dp_moves(ProcessGroups& g, const std::vector<int64_t>& tokens, PaddingMode 
     dp_reduce_scatter(g, f, global.t, local.t, scratch);
     local.expect(summed, "DP reduce-scatter");
   }
-  if (t.tp == t.attn_dp) {
-    dp_reduce_scatterv(g, f, global.t, local.t);
+  if (t.attn_cp == 1) {
+    dp_reduce_scatterv(g, f, global.t, local.t, &scratch);
     local.expect(summed, ("DP reduce_scatterv " + tag).c_str());
   }
 }

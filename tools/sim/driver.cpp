@@ -29,7 +29,10 @@ Share share_of(char kind, const ProcessGroups& g) {
   const Topology& t = g.topology();
   switch (kind) {
     case 'F': return t.dense_ffn_fully_dp() ? Share{{0, 1}, std::nullopt} : Share{{g.tp_rank(), t.tp}, GroupKind::TP};
-    case 'E': return {{t.moe_coords(g.tp_rank()).ep, t.moe_ep}, GroupKind::MOE_OUTPUT};
+    case 'E': {
+      const Topology::MoeCoords m = t.moe_coords(g.tp_rank());
+      return {{m.ep, t.moe_ep, m.tp, t.moe_tp}, GroupKind::MOE_OUTPUT};
+    }
     default: return {{g.attn().tp, t.attn_tp}, GroupKind::ATTN_TP};
   }
 }

@@ -31,7 +31,7 @@ std::vector<float> draw(uint64_t seed, uint64_t stream, int64_t n, float scale, 
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
 // The part [begin, end) of n items owned by shard s.
-std::pair<int64_t, int64_t> part(int64_t n, Shard s) { return {n * s.index / s.count, n * (s.index + 1) / s.count}; }
+std::pair<int64_t, int64_t> part(int64_t n, int index, int count) { return {n * index / count, n * (index + 1) / count}; }
 
 // Two experts and their gates per token, from the token id alone (routing never depends on
 // values, so rounding differences cannot change it).
@@ -131,7 +131,7 @@ void Model::compute(int64_t stage, const Tensor& input, std::span<const int64_t>
 void Model::linear(int64_t stage, const Tensor& input, Shard shard, const Tensor& out) const {
   const int64_t h = config_.hidden;
   const float* w = weights_[static_cast<size_t>(stage)].data();
-  const auto [j0, j1] = part(h, shard);
+  const auto [j0, j1] = part(h, shard.index, shard.count);
   for (int64_t r = 0; r < input.rows; ++r) {
     const std::vector<float> x = row_of(input, r);
     std::vector<float> acc(static_cast<size_t>(h), 0.0f);
@@ -145,7 +145,7 @@ void Model::dense_ffn(int64_t stage, const Tensor& input, Shard shard, const Ten
   const int64_t h = config_.hidden, inner = config_.ffn_hidden;
   const float* w1 = weights_[static_cast<size_t>(stage)].data();
   const float* w2 = w1 + h * inner;
-  const auto [c0, c1] = part(inner, shard);
+  const auto [c0, c1] = part(inner, shard.index, shard.count);
   for (int64_t r = 0; r < input.rows; ++r) {
     const std::vector<float> x = row_of(input, r);
     std::vector<float> acc(static_cast<size_t>(h), 0.0f);
@@ -157,7 +157,8 @@ void Model::dense_ffn(int64_t stage, const Tensor& input, Shard shard, const Ten
 void Model::expert_ffn(int64_t stage, const Tensor& input, std::span<const int64_t> token_ids, Shard shard,
                        const Tensor& out) const {
   const int64_t h = config_.hidden, inner = config_.expert_hidden;
-  const auto [e0, e1] = part(config_.experts, shard);
+  const auto [e0, e1] = part(config_.experts, shard.index, shard.count);
+  const auto [c0, c1] = part(inner, shard.inner, shard.inner_count);
   for (int64_t r = 0; r < input.rows; ++r) {
     std::vector<float> acc(static_cast<size_t>(h), 0.0f);
     const int64_t token = token_ids[static_cast<size_t>(r)];
@@ -168,7 +169,7 @@ void Model::expert_ffn(int64_t stage, const Tensor& input, std::span<const int64
         const int64_t e = rt.expert[k];
         if (e < e0 || e >= e1) continue;
         const float* w1 = weights_[static_cast<size_t>(stage)].data() + e * 2 * h * inner;
-        ffn_rows(x.data(), w1, w1 + h * inner, h, inner, 0, inner, config_.dtype, rt.gate[k], acc);
+        ffn_rows(x.data(), w1, w1 + h * inner, h, inner, c0, c1, config_.dtype, rt.gate[k], acc);
       }
     }
     store_row(out, r, acc);

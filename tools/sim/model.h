@@ -5,7 +5,8 @@
 //          owns input columns [t H/k, (t+1) H/k)). No token mixing: rows may be in any order.
 //   F      dense FFN: silu(x W1) W2, W1 column-parallel and W2 row-parallel over TP.
 //   E      expert FFN: each token routed to two experts (by its global token id, with gate
-//          weights), experts sharded over EP; a rank applies the experts it owns.
+//          weights), experts sharded over EP and each expert's intermediate columns over MoE-TP;
+//          a rank applies its share of the experts it owns.
 // Everything is computed in FP32 from the activation dtype and rounded once per output (and per
 // FFN intermediate); the single-process reference runs the same functions with one shard.
 #pragma once
@@ -31,10 +32,13 @@ struct ModelConfig {
   float eps = 1e-6f;
 };
 
-/// A stage's share of the work: shard `index` of `count`.
+/// A stage's share of the work: shard `index` of `count` (attention input columns, dense FFN
+/// intermediate columns, experts) and, for experts, intermediate-column shard `inner` of `inner_count`.
 struct Shard {
   int index = 0;
   int count = 1;
+  int inner = 0;
+  int inner_count = 1;
 };
 
 class Model {

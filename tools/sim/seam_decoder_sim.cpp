@@ -29,8 +29,9 @@ namespace {
 
 Topology topology_of(const SimArgs& a) {
   Topology t = Topology::make(a.tp, a.attn_dp, a.attn_cp);
-  t.moe_ep = a.tp;  // experts sharded over every TP rank (pure EP): RSv applies when attn_tp == 1
-  t.moe_tp = 1;
+  // By default experts are sharded over every TP rank (pure EP): RSv applies when attn_tp == 1.
+  t.moe_ep = a.moe_ep > 0 ? a.moe_ep : a.tp;
+  t.moe_tp = a.tp / t.moe_ep;
   t.pp = a.pp;
   t.moe_dense_tp = a.dense_tp;
   t.attn_tp_input_scattered = a.input_scattered;

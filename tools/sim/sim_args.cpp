@@ -12,16 +12,17 @@ namespace {
 
 void usage() {
   std::puts(
-      "usage: mpirun -n <tp*pp> seam_decoder_sim --pattern AF [--layers N] [--tp N] [--attn-dp N] [--pp N] [--dense-tp 1]\n"
-      "         [--attn-cp N] [--input-scattered]\n"
-      "         [--policy ar|rs|rsv|rs+rsv|auto] [--tokens a,b,...] [--padding max|sum|auto]\n"
-      "         [--dtype fp32|bf16] [--hidden N] [--seed N] [--no-fusion] [--quiet]\n"
+      "usage: mpirun -n <tp*pp> seam_decoder_sim --pattern AF [--layers N] [--tp N] [--attn-dp N] [--attn-cp N]\n"
+      "         [--pp N] [--moe-ep N] [--dense-tp 1] [--input-scattered] [--policy ar|rs|rsv|rs+rsv|auto]\n"
+      "         [--tokens a,b,...] [--padding max|sum|auto] [--dtype fp32|bf16] [--hidden N] [--seed N]\n"
+      "         [--no-fusion] [--quiet]\n"
       "  pattern letters: A attention, F dense FFN, E expert FFN, M single-stage mixer; the stack is the\n"
       "  pattern repeated --layers times. --tokens gives the real tokens of each attention-DP replica\n"
-      "  (one entry per replica, 0 for an idle one). attn_tp = tp / attn_dp; experts are sharded over EP = tp.\n"
+      "  (one entry per replica, 0 for an idle one). attn_tp = tp / (attn_dp * attn_cp).\n"
+      "  Experts are sharded over EP = --moe-ep (default tp), each expert's columns over MoE-TP = tp / EP.\n"
       "  --dense-tp 1 runs dense FFNs fully data-parallel, each rank on its own attention-TP slice of rows.\n"
       "  --attn-cp N runs a context-parallel (DSA/MLA-style prefill CP) batch: each CP rank holds an equal\n"
-      "  shard of the tokens; attn_tp = tp / (attn_dp * attn_cp).\n"
+      "  shard of the tokens (no attention DP).\n"
       "  --input-scattered runs INPUT_SCATTERED batches: the embedding is a TP partial (a vocab-parallel\n"
       "  embedding), attention reads on attention-TP slices and gathers its input itself.");
 }
@@ -67,6 +68,7 @@ SimArgs parse_sim_args(int argc, char** argv) {
     else if (flag == "--attn-cp") a.attn_cp = std::stoi(value());
     else if (flag == "--pp") a.pp = std::stoi(value());
     else if (flag == "--dense-tp") a.dense_tp = std::stoi(value());
+    else if (flag == "--moe-ep") a.moe_ep = std::stoi(value());
     else if (flag == "--policy") a.policy = value();
     else if (flag == "--tokens") a.tokens = parse_list(value());
     else if (flag == "--padding") a.padding = value();
@@ -89,6 +91,7 @@ SimArgs parse_sim_args(int argc, char** argv) {
   if (a.pattern.empty() || a.layers < 1) throw ValueError("--pattern must be non-empty and --layers positive");
   if (a.tp < 1 || a.attn_dp < 1 || a.attn_cp < 1 || a.tp % (a.attn_dp * a.attn_cp) != 0)
     throw ValueError("--attn-dp * --attn-cp must divide --tp");
+  if (a.moe_ep < 0 || (a.moe_ep > 0 && a.tp % a.moe_ep != 0)) throw ValueError("--moe-ep must divide --tp");
   if (a.attn_cp > 1 && (a.attn_dp > 1 || a.input_scattered))
     throw ValueError("--attn-cp runs without attention DP and without --input-scattered");
   if (static_cast<int>(a.tokens.size()) != a.attn_dp)

@@ -18,6 +18,7 @@ struct SimArgs {
   int attn_dp = 1;                     ///< attn_tp = tp / (attn_dp * attn_cp)
   int attn_cp = 1;                     ///< > 1: a DSA/MLA-style prefill-CP batch, equal shards over attention CP
   int pp = 1;
+  int moe_ep = 0;                      ///< expert parallel size (0 = tp); MoE-TP = tp / moe_ep
   int dense_tp = 0;                    ///< dense FFN TP size: 1 (fully DP, on this rank's rows) or tp (0 = tp)
   std::string policy = "auto";         ///< ar | rs | rsv | rs+rsv | auto
   std::vector<int64_t> tokens = {5};   ///< real tokens per DP replica (one entry per replica; 0 = idle)

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "kernels/norm/elementwise.h"
 #include "layouts/errors.h"
@@ -112,11 +113,20 @@ void dp_reduce_scatter(ProcessGroups& groups, const BatchFacts& facts, const Ten
   attn_tp_gather(groups, chunk, local).wait();
 }
 
-void dp_reduce_scatterv(ProcessGroups& groups, const BatchFacts& facts, const Tensor& global, const Tensor& local) {
+void dp_reduce_scatterv(ProcessGroups& groups, const BatchFacts& facts, const Tensor& global, const Tensor& local,
+                        Scratch* scratch) {
   check_dp_shapes(groups, facts, local, global);
-  if (groups.topology().tp != groups.topology().attn_dp)
-    throw NotSupportedError("a DP reduce_scatterv needs attention TP and CP of 1");
-  reduce_scatterv(groups, GroupKind::TP, global, local, facts.rows_per_dp()).wait();
+  const Topology& t = groups.topology();
+  if (t.attn_cp > 1) throw NotSupportedError("a DP reduce_scatterv under attention CP");
+  if (t.attn_tp == 1) return reduce_scatterv(groups, GroupKind::TP, global, local, facts.rows_per_dp()).wait();
+  // TP rank order is DP-major, attention-TP inner: rank (dp, k) receives slice k of replica dp's rows.
+  std::vector<int64_t> counts;
+  for (int dp = 0; dp < facts.dp_size(); ++dp)
+    for (int k = 0; k < t.attn_tp; ++k) counts.push_back(facts.rows(dp) / t.attn_tp);
+  Scratch temporary;
+  const Tensor chunk = (scratch ? *scratch : temporary).get(global.dtype, facts.local_rows() / t.attn_tp, global.cols);
+  reduce_scatterv(groups, GroupKind::TP, global, chunk, counts).wait();
+  attn_tp_gather(groups, chunk, local).wait();
 }
 
 }  // namespace seam::boundary::rows

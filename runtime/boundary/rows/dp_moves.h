@@ -49,8 +49,12 @@ void dp_scatter(const BatchFacts& facts, const Tensor& global, const Tensor& loc
 void dp_reduce_scatter(ProcessGroups& groups, const BatchFacts& facts, const Tensor& global, const Tensor& local,
                        Scratch& scratch);
 
-/// RSv (attention TP = 1 only): local := this replica's rows of the TP sum of `global`, one TP
-/// reduce_scatterv with the per-replica padded row counts (zero allowed).
-void dp_reduce_scatterv(ProcessGroups& groups, const BatchFacts& facts, const Tensor& global, const Tensor& local);
+/// RSv: local := this replica's rows of the TP sum of `global` — one TP reduce_scatterv with the
+/// per-replica padded row counts (zero allowed). The reference runs it with attention TP 1 only; with
+/// attention TP > 1 each attention-TP rank receives its slice of its replica's rows (the counts are
+/// multiples of attn_tp), then an attention-TP all-gather assembles them, as the fixed-size RS does.
+/// `scratch` holds the slice on that path (a temporary when null).
+void dp_reduce_scatterv(ProcessGroups& groups, const BatchFacts& facts, const Tensor& global, const Tensor& local,
+                        Scratch* scratch = nullptr);
 
 }  // namespace seam::boundary::rows
