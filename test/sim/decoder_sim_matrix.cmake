@@ -3,8 +3,8 @@
 # idle replicas. Each run must PASS against the single-process reference, and its printed plan
 # must show the collective the §2.6 table predicts (EXPECT, matched before the PASS line).
 function(seam_add_sim_test name)
-  cmake_parse_arguments(S "" "NP;EXPECT" "ARGS" ${ARGN})
-  seam_add_mpi_test(sim_${name} NP ${S_NP} TIMEOUT 120 COMMAND $<TARGET_FILE:seam_decoder_sim> --hidden 32 ${S_ARGS})
+  cmake_parse_arguments(S "" "NP;EXPECT" "ARGS;ENV" ${ARGN})
+  seam_add_mpi_test(sim_${name} NP ${S_NP} TIMEOUT 120 ENV ${S_ENV} COMMAND $<TARGET_FILE:seam_decoder_sim> --hidden 32 ${S_ARGS})
   set_tests_properties(sim_${name} PROPERTIES
     PASS_REGULAR_EXPRESSION "${S_EXPECT}.*seam_decoder_sim: PASS"
     FAIL_REGULAR_EXPRESSION "MISMATCH;FAIL")
@@ -117,3 +117,9 @@ seam_add_sim_test(tp4_moe_ep2_ar_AE NP 4 ARGS --tp 4 --moe-ep 2 --policy ar --pa
   EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT all_reduce in compute")
 seam_add_sim_test(tp4_dp2_moe_ep2_rsv_AE NP 4 ARGS --tp 4 --attn-dp 2 --moe-ep 2 --policy rsv --pattern AE --layers 2 --tokens 5,2
   EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT reduce_scatterv at next input \\(deferred\\).*TP +reduce_scatterv")
+
+# The same boundaries over UCX instead of shared memory.
+seam_add_sim_test(tp4_dp2_rs+rsv_AE_ucx NP 4 ENV SEAM_TRANSPORT=ucx ARGS --tp 4 --attn-dp 2 --policy rs+rsv --pattern AE --layers 2 --tokens 5,0
+  EXPECT "DP gather \\(partial, completes ATTN_TP\\)")
+seam_add_sim_test(tp2_pp2_ar_AF_ucx NP 4 ENV SEAM_TRANSPORT=ucx ARGS --tp 2 --pp 2 --policy ar --pattern AF --layers 3 --tokens 5
+  EXPECT "# pipeline stage 1")
