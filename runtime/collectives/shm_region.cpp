@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -34,6 +35,22 @@ struct RegionCache {
 RegionCache& cache() {
   static RegionCache c;
   return c;
+}
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// The region this thread used last (the fast path of try_acquire_region).
+thread_local std::shared_ptr<ShmRegion> last_region;
+
+bool same_members(const Group& g, const std::vector<int>& members) {
+  if (static_cast<size_t>(g.size()) != members.size()) return false;
+  for (int r = 0; r < g.size(); ++r)
+    if (g.world_rank(r) != members[r]) return false;
+  return true;
 }
 
 std::vector<int> members_of(const Group& g) {
@@ -105,33 +122,53 @@ char* ShmRegion::slot(int rank, uint64_t round) const {
 
 char* ShmRegion::result(int rank, uint64_t round) const { return slot(rank, round) + 2 * slot_bytes_; }
 
-bool ShmRegion::arrive(int phase, int rank, uint64_t round) {
+uint64_t ShmRegion::arrive(int phase, int rank, uint64_t round, bool wake_all) {
+  const int64_t now = steady_ns();
+  flags(rank)->waiting_since.store(now, std::memory_order_relaxed);
   uint64_t before = arrivals()->count[phase].fetch_add(1, std::memory_order_acq_rel);
-  bool last = (before + 1) % static_cast<uint64_t>(ranks_) == 0;
-  if (last) arrivals()->last[phase][round % 2].store(rank, std::memory_order_relaxed);
-  return last;
+  if ((before + 1) % static_cast<uint64_t>(ranks_) != 0) return 0;
+  // Last: wake the ranks that may have stopped spinning. A rank spins SEAM_SPIN_US after its
+  // wait began (which is after it published); half of that leaves a safe margin. Beyond 64
+  // ranks the mask cannot say who, so everyone is woken.
+  const int64_t asleep_after = Config::get().spin_us * 1000 / 2;
+  uint64_t wake = 0;
+  for (int p = 0; p < ranks_ && p < 64; ++p) {
+    if (p == rank) continue;
+    const bool may_sleep =
+        wake_all || now - flags(p)->waiting_since.load(std::memory_order_relaxed) > asleep_after;
+    if (may_sleep) wake |= uint64_t{1} << p;
+  }
+  arrivals()->last[phase][round % 2].store(rank, std::memory_order_relaxed);
+  arrivals()->woken[phase][round % 2].store(wake, std::memory_order_relaxed);
+  return wake;
+}
+
+bool ShmRegion::woken(int rank, uint64_t round, bool results) const {
+  if (ranks_ > 64) return rank != last_to_publish(round, results);
+  return arrivals()->woken[results ? 1 : 0][round % 2].load(std::memory_order_relaxed) >> rank & 1;
 }
 
 int ShmRegion::last_to_publish(uint64_t round, bool results) const {
   return arrivals()->last[results ? 1 : 0][round % 2].load(std::memory_order_relaxed);
 }
 
-bool ShmRegion::publish(int rank, uint64_t round, CallSignature signature, const void* buffer) {
-  bool last = arrive(0, rank, round);
+uint64_t ShmRegion::publish(int rank, uint64_t round, CallSignature signature, const void* buffer,
+                           bool wake_all) {
+  uint64_t wake = arrive(0, rank, round, wake_all);
   flags(rank)->signature[round % 2].store(signature.word, std::memory_order_relaxed);
   flags(rank)->buffer[round % 2].store(reinterpret_cast<uint64_t>(buffer), std::memory_order_relaxed);
   flags(rank)->round.store(round, std::memory_order_release);
-  return last;
+  return wake;
 }
 
 bool ShmRegion::published(int rank, uint64_t round) const {
   return flags(rank)->round.load(std::memory_order_acquire) >= round;
 }
 
-bool ShmRegion::publish_result(int rank, uint64_t round) {
-  bool last = arrive(1, rank, round);
+uint64_t ShmRegion::publish_result(int rank, uint64_t round, bool wake_all) {
+  uint64_t wake = arrive(1, rank, round, wake_all);
   flags(rank)->result_round.store(round, std::memory_order_release);
-  return last;
+  return wake;
 }
 
 bool ShmRegion::result_published(int rank, uint64_t round) const {
@@ -180,14 +217,24 @@ size_t shm_slot_bytes() {
 
 bool shm_capable(const Group& g) { return g.size() > 1 && g.transport_name() == "shm"; }
 
+bool try_acquire_region(const Group& g, RegionLease& lease) {
+  const auto& region = last_region;
+  if (!region || region->dropped || region->busy || !region->ready() ||
+      !same_members(g, region->members()))
+    return false;
+  region->busy = true;
+  lease.region_ = region;
+  return true;
+}
+
 comm::Task acquire_region(Group& g, RegionLease& lease) {
-  lease.members_ = members_of(g);
   bool first = false;
   {
     std::lock_guard lock(cache().mutex);
-    auto& entry = cache().regions[lease.members_];
+    auto members = members_of(g);
+    auto& entry = cache().regions[members];
     if (!entry) {
-      entry = std::make_shared<ShmRegion>(g.size());
+      entry = std::make_shared<ShmRegion>(std::move(members));
       first = true;
     }
     lease.region_ = entry;
@@ -199,14 +246,16 @@ comm::Task acquire_region(Group& g, RegionLease& lease) {
     comm::Task setup = set_up(g, *region);
     co_await comm::run(setup);
   }
+  last_region = lease.region_;
 }
 
 RegionLease::~RegionLease() {
   if (!region_) return;
   region_->busy = false;
   if (finished_) return;
+  region_->dropped = true;
   std::lock_guard lock(cache().mutex);
-  auto it = cache().regions.find(members_);
+  auto it = cache().regions.find(region_->members());
   if (it != cache().regions.end() && it->second == region_) cache().regions.erase(it);
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <utility>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -28,7 +29,12 @@ struct CallSignature {
 
 class ShmRegion {
  public:
-  explicit ShmRegion(int ranks) : ranks_(ranks) {}
+  explicit ShmRegion(std::vector<int> members)
+      : members_(std::move(members)), ranks_(static_cast<int>(members_.size())) {}
+  /// The members' world ranks: the key this process keeps the region under.
+  const std::vector<int>& members() const { return members_; }
+  /// Set once an operation failed on it: the next call sets up a fresh region.
+  bool dropped = false;
   /// Gives the region its mapped segment (end of the set-up handshake).
   void attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_bytes);
   /// Removes the segment's name once every rank mapped it.
@@ -41,9 +47,11 @@ class ShmRegion {
   /// Rank r's result slot for `round`: where a two-phase all-reduce leaves the rank's share.
   char* result(int rank, uint64_t round) const;
   /// Publishes that this rank's slot for `round` is filled, with its call's signature (and, for
-  /// single-copy schedules, the address of its buffer). True when this rank is the last of the
-  /// group to publish the round: it then wakes the others.
-  bool publish(int rank, uint64_t round, CallSignature signature, const void* buffer = nullptr);
+  /// single-copy schedules, the address of its buffer). Returns the ranks to wake (a bit per
+  /// rank), decided by the last rank to publish: every other one when `wake_all`, else those
+  /// that have waited long enough to be asleep by now. Zero on the other ranks.
+  uint64_t publish(int rank, uint64_t round, CallSignature signature, const void* buffer,
+                   bool wake_all);
   /// The buffer address rank r published with `round`.
   const void* buffer_of(int rank, uint64_t round) const;
 
@@ -58,11 +66,13 @@ class ShmRegion {
   void read_from(int rank, const void* remote, void* local, size_t bytes) const;
   /// Whether rank r has published `round` (or a later one).
   bool published(int rank, uint64_t round) const;
-  /// Publishes that this rank's result slot for `round` is filled; true when last, as above.
-  bool publish_result(int rank, uint64_t round);
+  /// Publishes that this rank's result slot for `round` is filled; returns whom to wake, as above.
+  uint64_t publish_result(int rank, uint64_t round, bool wake_all);
   bool result_published(int rank, uint64_t round) const;
-  /// The rank that published `round` last (inputs or results), once every rank has.
+  /// The rank that published `round` last (inputs or results), once every rank has, and
+  /// whether it woke rank r.
   int last_to_publish(uint64_t round, bool results) const;
+  bool woken(int rank, uint64_t round, bool results) const;
   /// The signature rank r published with `round` (valid while this rank is in that round: a
   /// peer is at most one round ahead, so the other parity's entry is the one it overwrites).
   CallSignature signature_of(int rank, uint64_t round) const;
@@ -82,9 +92,10 @@ class ShmRegion {
   // of a round are consecutive and the one that completes a multiple of n is the last.
   struct alignas(64) Arrivals {
     std::atomic<uint64_t> count[2];
-    std::atomic<int32_t> last[2][2];  // [phase][round parity]
+    std::atomic<int32_t> last[2][2];    // [phase][round parity]
+    std::atomic<uint64_t> woken[2][2];  // [phase][round parity]: ranks the last one rang
   };
-  bool arrive(int phase, int rank, uint64_t round);
+  uint64_t arrive(int phase, int rank, uint64_t round, bool wake_all);
   Arrivals* arrivals() const;
   struct alignas(64) Flags {
     std::atomic<uint64_t> round;  // last round whose slot is filled
@@ -92,9 +103,11 @@ class ShmRegion {
     std::atomic<uint64_t> result_round;  // last round whose result slot is filled
     std::atomic<uint64_t> buffer[2];     // per round parity: a single-copy schedule's buffer
     std::atomic<int64_t> pid;
+    std::atomic<int64_t> waiting_since;  // steady-clock ns of the rank's last publication
     std::atomic<uint64_t> probe;  // address of a known word in the process
   };
   Flags* flags(int rank) const;
+  std::vector<int> members_;
   std::unique_ptr<shm::SharedSegment> segment_;
   int ranks_;
   size_t slot_bytes_ = 0;
@@ -123,12 +136,15 @@ class RegionLease {
   void finish() { finished_ = true; }
 
  private:
+  friend bool try_acquire_region(const Group& g, RegionLease& lease);
   friend comm::Task acquire_region(Group& g, RegionLease& lease);
   std::shared_ptr<ShmRegion> region_;
-  std::vector<int> members_;
   bool finished_ = false;
 };
 
+/// The fast path of acquire_region: takes the region this thread used last if it is the
+/// group's, set up and free. False when the caller must run acquire_region.
+bool try_acquire_region(const Group& g, RegionLease& lease);
 /// Takes the group's region for one operation, waiting while another operation of this
 /// process uses it; sets it up first if this process has none for these members (collective:
 /// the handshake runs over the group's messages).

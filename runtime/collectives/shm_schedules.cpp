@@ -70,26 +70,30 @@ Pieces cut(const std::vector<size_t>& counts, uint64_t rounds) {
 
 // The communicator's driver spins only while its transport moves, then sleeps until a message
 // arrives (or 1 ms passes); flags in the region move no transport. So the last rank to publish
-// a round rings every other rank with a one-byte message: a rank that went to sleep waiting
-// (its core taken by another rank on an oversubscribed host) wakes at once and, seeing
-// traffic, keeps spinning through the next rounds. Each other rank expects one ring per round
-// from the last one, and collects them all before the operation ends.
+// a round rings, with a one-byte message, every rank that may have gone to sleep waiting (its
+// core taken by another rank on an oversubscribed host): in operations of several rounds all
+// of them, since the ring is also what keeps their drivers spinning through the next rounds;
+// in one-round operations only those that have waited for longer than half their spin. The
+// rung ranks collect their ring before the operation ends.
 constexpr uint32_t kDoorbellStep = 0xFFF01;
 
 class Doorbells {
  public:
-  explicit Doorbells(Group& g) : g_(g) {}
-  /// After publishing: the last rank rings the others.
-  void published(bool last) {
-    if (!last) return;
-    for (int p = 0; p < g_.size(); ++p)
-      if (p != g_.rank()) sends_.push_back(g_.isend(p, kDoorbellStep, &token_, 1));
+  Doorbells(Group& g, uint64_t rounds) : g_(g), wake_all_(rounds > 1) {}
+  bool wake_all() const { return wake_all_; }
+  /// After publishing: the last rank rings those the region says to wake.
+  void ring(uint64_t wake) {
+    for (int p = 0; p < g_.size() && wake; ++p)
+      if (wake >> p & 1 || p >= 64)
+        sends_.push_back(g_.isend(p, kDoorbellStep, &token_, 1));
   }
-  /// After every rank published: expect the last one's ring.
-  void waited(int last) {
-    if (last != g_.rank())
-      receives_.push_back(post_receive(g_, last, kDoorbellStep, &incoming_, 1));
+  /// After every rank published: expect the last one's ring if it rang this rank.
+  void expect(const ShmRegion& region, uint64_t round, bool results) {
+    if (region.woken(g_.rank(), round, results))
+      receives_.push_back(post_receive(g_, region.last_to_publish(round, results), kDoorbellStep,
+                                       &incoming_, 1));
   }
+  bool idle() const { return sends_.empty() && receives_.empty(); }
   comm::Task drain() {
     co_await received("shared-memory doorbell", std::move(receives_));
     co_await comm::all_of(std::move(sends_));
@@ -97,6 +101,7 @@ class Doorbells {
 
  private:
   Group& g_;
+  bool wake_all_;
   char token_ = 0, incoming_ = 0;
   std::vector<transport::RequestPtr> sends_;
   std::vector<ExpectedReceive> receives_;
@@ -107,8 +112,10 @@ class Doorbells {
 comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, DType dtype,
                           ReduceOp op) {
   RegionLease region;
-  comm::Task acquire = acquire_region(g, region);
-  co_await comm::run(acquire);
+  if (!try_acquire_region(g, region)) {
+    comm::Task acquire = acquire_region(g, region);
+    co_await comm::run(acquire);
+  }
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
   const size_t per_round = region->slot_bytes() / es;
@@ -118,7 +125,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   // than every rank folding everything, for one more flag wait per round.
   const bool in_shares = n >= 3 && count * es >= kSharesBytes;
   const uint64_t first = region->take_rounds(rounds);
-  Doorbells doorbells(g);
+  Doorbells doorbells(g, rounds);
   const CallSignature signature = signature_of(Collective::all_reduce, dtype, op, count);
   const kernels::Store store = store_for(count * es, send == recv);
   std::vector<const void*> sources(n);
@@ -126,9 +133,9 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     const uint64_t round = first + k;
     const size_t begin = k * per_round, length = std::min(per_round, count - begin);
     std::memcpy(region->slot(me, round), send + begin * es, length * es);
-    doorbells.published(region->publish(me, round, signature));
+    doorbells.ring(region->publish(me, round, signature, nullptr, doorbells.wake_all()));
     co_await peers_published(g, *region, round, signature, "all_reduce");
-    doorbells.waited(region->last_to_publish(round, false));
+    doorbells.expect(*region, round, false);
     if (!in_shares) {
       for (int p = 0; p < n; ++p) sources[p] = p == me ? send + begin * es : region->slot(p, round);
       kernels::reduce(recv + begin * es, sources, length, dtype, op, store);
@@ -139,22 +146,26 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     for (int p = 0; p < n; ++p)
       sources[p] = p == me ? send + (begin + at[me]) * es : region->slot(p, round) + at[me] * es;
     kernels::reduce(region->result(me, round), sources, shares[me], dtype, op);
-    doorbells.published(region->publish_result(me, round));
+    doorbells.ring(region->publish_result(me, round, doorbells.wake_all()));
     co_await peers_published_results(g, *region, round);
-    doorbells.waited(region->last_to_publish(round, true));
+    doorbells.expect(*region, round, true);
     for (int p : peers_from(me, n, true))
       kernels::copy(recv + (begin + at[p]) * es, region->result(p, round), shares[p] * es, store);
   }
-  comm::Task drain = doorbells.drain();
-  co_await comm::run(drain);
+  if (!doorbells.idle()) {
+    comm::Task drain = doorbells.drain();
+    co_await comm::run(drain);
+  }
   region.finish();
 }
 
 comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char* send, char* out,
                               std::vector<size_t> counts, DType dtype, ReduceOp op) {
   RegionLease region;
-  comm::Task acquire = acquire_region(g, region);
-  co_await comm::run(acquire);
+  if (!try_acquire_region(g, region)) {
+    comm::Task acquire = acquire_region(g, region);
+    co_await comm::run(acquire);
+  }
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
@@ -166,7 +177,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   std::vector<size_t> at(n, 0);  // where block j's piece sits in a slot, in elements
   for (int j = 1; j < n; ++j) at[j] = at[j - 1] + pieces.piece[j - 1];
   const uint64_t first = region->take_rounds(rounds);
-  Doorbells doorbells(g);
+  Doorbells doorbells(g, rounds);
   const CallSignature signature =
       signature_of(Collective::reduce_scatterv, dtype, op, total);
   const kernels::Store store = store_for(total * es, out == send + off[me] * es);
@@ -178,16 +189,18 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
       if (j != me)
         std::memcpy(mine + at[j] * es, send + (off[j] + k * pieces.piece[j]) * es,
                     pieces.length(counts[j], j, k) * es);
-    doorbells.published(region->publish(me, round, signature));
+    doorbells.ring(region->publish(me, round, signature, nullptr, doorbells.wake_all()));
     co_await peers_published(g, *region, round, signature, collective);
-    doorbells.waited(region->last_to_publish(round, false));
+    doorbells.expect(*region, round, false);
     const size_t begin = k * pieces.piece[me];
     for (int p = 0; p < n; ++p)
       sources[p] = p == me ? send + (off[me] + begin) * es : region->slot(p, round) + at[me] * es;
     kernels::reduce(out + begin * es, sources, pieces.length(counts[me], me, k), dtype, op, store);
   }
-  comm::Task drain = doorbells.drain();
-  co_await comm::run(drain);
+  if (!doorbells.idle()) {
+    comm::Task drain = doorbells.drain();
+    co_await comm::run(drain);
+  }
   region.finish();
 }
 
@@ -206,20 +219,23 @@ comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_vie
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
   const uint64_t round = region->take_rounds(1);
-  Doorbells doorbells(g);
-  doorbells.published(region->publish(me, round, signature, send));
+  // Two waits: in the second, the peers may have gone to sleep while this rank was reading.
+  Doorbells doorbells(g, 2);
+  doorbells.ring(region->publish(me, round, signature, send, doorbells.wake_all()));
   char* own = recv + off[me] * es;
   if (own != send) kernels::copy(own, send, counts[me] * es, kernels::Store::streaming);
   co_await peers_published(g, *region, round, signature, collective);
-  doorbells.waited(region->last_to_publish(round, false));
+  doorbells.expect(*region, round, false);
   for (int p : peers_from(me, n, false))
     if (counts[p])
       region->read_from(p, region->buffer_of(p, round), recv + off[p] * es, counts[p] * es);
-  doorbells.published(region->publish_result(me, round));
+  doorbells.ring(region->publish_result(me, round, doorbells.wake_all()));
   co_await peers_published_results(g, *region, round);
-  doorbells.waited(region->last_to_publish(round, true));
-  comm::Task drain = doorbells.drain();
-  co_await comm::run(drain);
+  doorbells.expect(*region, round, true);
+  if (!doorbells.idle()) {
+    comm::Task drain = doorbells.drain();
+    co_await comm::run(drain);
+  }
 }
 
 }  // namespace
@@ -227,8 +243,10 @@ comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_vie
 comm::Task shm_all_gather(Group& g, std::string_view collective, const char* send, char* recv,
                           std::vector<size_t> counts, DType dtype) {
   RegionLease region;
-  comm::Task acquire = acquire_region(g, region);
-  co_await comm::run(acquire);
+  if (!try_acquire_region(g, region)) {
+    comm::Task acquire = acquire_region(g, region);
+    co_await comm::run(acquire);
+  }
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
@@ -247,24 +265,26 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
   const uint64_t rounds = ceil_div(largest, region->slot_bytes() / es);
   const Pieces pieces = cut(counts, rounds);
   const uint64_t first = region->take_rounds(rounds);
-  Doorbells doorbells(g);
+  Doorbells doorbells(g, rounds);
   const kernels::Store store = store_for(off.back() * es, false);
   char* own = recv + off[me] * es;
   for (uint64_t k = 0; k < rounds; ++k) {
     const uint64_t round = first + k;
     std::memcpy(region->slot(me, round), send + k * pieces.piece[me] * es,
                 pieces.length(counts[me], me, k) * es);
-    doorbells.published(region->publish(me, round, signature));
+    doorbells.ring(region->publish(me, round, signature, nullptr, doorbells.wake_all()));
     // This rank's own block moves while the peers fill their first slots.
     if (k == 0 && own != send) kernels::copy(own, send, counts[me] * es, store);
     co_await peers_published(g, *region, round, signature, collective);
-    doorbells.waited(region->last_to_publish(round, false));
+    doorbells.expect(*region, round, false);
     for (int p : peers_from(me, n, false))
       kernels::copy(recv + (off[p] + k * pieces.piece[p]) * es, region->slot(p, round),
                     pieces.length(counts[p], p, k) * es, store);
   }
-  comm::Task drain = doorbells.drain();
-  co_await comm::run(drain);
+  if (!doorbells.idle()) {
+    comm::Task drain = doorbells.drain();
+    co_await comm::run(drain);
+  }
   region.finish();
 }
 
