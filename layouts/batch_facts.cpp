@@ -59,4 +59,12 @@ BatchFacts BatchFacts::make(std::span<const int64_t> tokens_per_dp, int dp_rank,
   return f;
 }
 
+BatchFacts BatchFacts::with_cp_shards(std::span<const int64_t> rows_per_cp_rank) const {
+  BatchFacts f = *this;
+  for (int64_t n : rows_per_cp_rank)
+    if (n < 0) throw ValueError("CP shard rows must not be negative");
+  f.cp_shard_rows_.assign(rows_per_cp_rank.begin(), rows_per_cp_rank.end());
+  return f;
+}
+
 }  // namespace seam

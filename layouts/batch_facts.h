@@ -72,10 +72,17 @@ class BatchFacts {
   /// Whether the FFN has any rows: decided from every replica alike under attention DP.
   bool has_tokens() const { return global_rows_ > 0; }
 
+  /// A CP batch whose shards differ in length (GQA zig-zag prefill CP): this replica's rows on each
+  /// CP rank, in CP rank order. Equal shards (DSA/MLA CP) need none.
+  BatchFacts with_cp_shards(std::span<const int64_t> rows_per_cp_rank) const;
+  /// Per-CP-rank shard rows (empty: equal shards).
+  std::span<const int64_t> cp_shard_rows() const { return cp_shard_rows_; }
+
  private:
   std::vector<int64_t> tokens_per_dp_;
   std::vector<int64_t> rows_per_dp_;
   std::vector<int64_t> offsets_;
+  std::vector<int64_t> cp_shard_rows_;
   int64_t global_rows_ = 0;
   int dp_rank_ = 0;
   PaddingMode padding_ = PaddingMode::MAX_LEN;

@@ -70,15 +70,12 @@ LayerOutput StageRunner::finish_ffn(const FfnDecision& d, const Tensor& output, 
       rows::attn_tp_gather(groups_, updated, full).wait();
       return stream.write(full);
     }
-    case OutputMoveKind::CP_TAKE_BACK:
-    case OutputMoveKind::CP_REDUCE_SCATTER: {
-      // Full-context rows back to this rank's CP shard; the reduce-scatter also completes the sum
-      // compute left (mlp_reduce_scatter), the take-back follows compute's own all-reduce.
+    case OutputMoveKind::CP_TAKE_BACK:  // after compute's own all-reduce
+      value = cp_take_back(output, batch.facts, local_);
+      break;
+    case OutputMoveKind::CP_REDUCE_SCATTER: {  // completes the sum compute left (mlp_reduce_scatter)
       const Tensor shard = local_.get(output.dtype, output.rows / groups_.size(rows::GroupKind::ATTN_CP), output.cols);
-      if (path.output_move.kind == OutputMoveKind::CP_REDUCE_SCATTER)
-        rows::cp_reduce_scatter(groups_, output, shard);
-      else
-        rows::cp_take_back(groups_, output, shard);
+      rows::cp_reduce_scatter(groups_, output, shard);
       value = shard;
       break;
     }

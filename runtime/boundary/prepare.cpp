@@ -1,5 +1,6 @@
 // StageRunner's consumer half: binding checks, path selection (§4.2 "bound prepare") and the
 // execution of one EntryStep (§2.7) on the residual stream and the row moves.
+#include <algorithm>
 #include <string>
 
 #include "kernels/norm/elementwise.h"
@@ -138,7 +139,7 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
   const bool has_residual = stream.has_residual() && !written;
 
   // 1. Row movement of the arriving output; 2. the residual follows the rows the read runs on.
-  value = move_before_update(step.pre_move, value);
+  value = move_before_update(step.pre_move, value, facts);
   if (written) residual = value;  // a written stream reads its (moved) residual
   if (has_residual && step.residual_move == ResidualMove::ATTN_TP_GATHER) c->update->require_residual_gather();
   if (has_residual) residual = move_residual(step.residual_move, residual);
@@ -199,12 +200,12 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
   }
 
   // 4. Move the read input to the rows compute runs on.
-  result.input = move_input(step.input_move, result.input);
+  result.input = move_input(step.input_move, result.input, facts);
   stream.write(result.residual);
   return result.input;
 }
 
-Tensor StageRunner::move_before_update(PreMove move, const Tensor& value) {
+Tensor StageRunner::move_before_update(PreMove move, const Tensor& value, const BatchFacts& facts) {
   auto onto = [&](GroupKind group) { return pre_moved_.get(value.dtype, value.rows / groups_.size(group), value.cols); };
   switch (move) {
     case PreMove::NONE: return value;
@@ -230,13 +231,21 @@ Tensor StageRunner::move_before_update(PreMove move, const Tensor& value) {
       rows::cp_reduce_scatter(groups_, value, out);
       return out;
     }
-    case PreMove::CP_TAKE_BACK: {
-      const Tensor out = onto(GroupKind::ATTN_CP);
-      rows::cp_take_back(groups_, value, out);
-      return out;
-    }
+    case PreMove::CP_TAKE_BACK: return cp_take_back(value, facts, pre_moved_);
   }
   return value;
+}
+
+Tensor StageRunner::cp_take_back(const Tensor& full, const BatchFacts& facts, rows::Scratch& out) {
+  const std::span<const int64_t> shards = facts.cp_shard_rows();
+  if (shards.empty()) {  // equal shards
+    const Tensor shard = out.get(full.dtype, full.rows / groups_.size(GroupKind::ATTN_CP), full.cols);
+    rows::cp_take_back(groups_, full, shard);
+    return shard;
+  }
+  const Tensor shard = out.get(full.dtype, shards[static_cast<size_t>(groups_.rank_in(GroupKind::ATTN_CP))], full.cols);
+  rows::cp_take_back_padded(groups_, full, shards, shard);
+  return shard;
 }
 
 Tensor StageRunner::move_residual(ResidualMove move, const Tensor& residual) {
@@ -254,16 +263,23 @@ Tensor StageRunner::move_residual(ResidualMove move, const Tensor& residual) {
   return residual;
 }
 
-residual::StageInput StageRunner::move_input(InputMove move, const residual::StageInput& input) {
+residual::StageInput StageRunner::move_input(InputMove move, const residual::StageInput& input, const BatchFacts& facts) {
   if (move == InputMove::NONE) return input;
   require_plain_input(input);
   const Tensor& in = input.values;
-  const GroupKind group = move == InputMove::CP_GATHER ? GroupKind::ATTN_CP : GroupKind::ATTN_TP;
-  const Tensor full = gathered_.get(in.dtype, in.rows * groups_.size(group), in.cols);
-  if (move == InputMove::CP_GATHER)
+  if (move == InputMove::ATTN_TP_GATHER) {
+    const Tensor full = gathered_.get(in.dtype, in.rows * groups_.size(GroupKind::ATTN_TP), in.cols);
+    rows::attn_tp_gather(groups_, in, full).wait();
+    return {full};
+  }
+  // CP: equal shards concatenate; uneven ones are padded to the longest first (rank r's block at r * max).
+  const std::span<const int64_t> shards = facts.cp_shard_rows();
+  const int64_t block = shards.empty() ? in.rows : *std::max_element(shards.begin(), shards.end());
+  const Tensor full = gathered_.get(in.dtype, block * groups_.size(GroupKind::ATTN_CP), in.cols);
+  if (shards.empty())
     rows::cp_gather(groups_, in, full);
   else
-    rows::attn_tp_gather(groups_, in, full).wait();
+    rows::cp_gather_padded(groups_, in, shards, full, scratch_);
   return {full};
 }
 

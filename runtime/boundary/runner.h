@@ -107,9 +107,11 @@ class StageRunner {
   residual::StageInput run_step(const EntryStep& step, const BoundPath& path, residual::ResidualStream& stream,
                                 const residual::LayerOutput& h, residual::ForwardBatch& batch,
                                 const residual::ReadOptions& options);
-  Tensor move_before_update(PreMove move, const Tensor& value);
+  Tensor move_before_update(PreMove move, const Tensor& value, const BatchFacts& facts);
   Tensor move_residual(ResidualMove move, const Tensor& residual);
-  residual::StageInput move_input(InputMove move, const residual::StageInput& input);
+  residual::StageInput move_input(InputMove move, const residual::StageInput& input, const BatchFacts& facts);
+  /// This CP rank's shard of full-context rows (equal shards, or the batch's uneven shard rows).
+  Tensor cp_take_back(const Tensor& full, const BatchFacts& facts, rows::Scratch& out);
   // exit's parts
   residual::LayerOutput finish_ffn(const FfnDecision& d, const Tensor& output, residual::ForwardBatch& batch);
   residual::LayerOutput finish_mixer(const MixerDecision& d, const Tensor& output, residual::ForwardBatch& batch);

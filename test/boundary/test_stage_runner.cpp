@@ -89,13 +89,14 @@ struct Case {
   bool prefill_cp = false;       ///< DSA-style prefill CP over the whole world: each rank holds a shard
   bool transform = false;        ///< every A and F/E output is doubled by an output transform
   bool sequence_parallel = false;///< inside a LayerNorm-SP region: every boundary stays on the shard
+  std::vector<int64_t> cp_shards = {};  ///< prefill CP with uneven (GQA) shards: rows per CP rank
 };
 
 std::string name(const Case& k) {
   return k.pattern + " attn_dp=" + std::to_string(k.attn_dp) + " policy=" + std::string(policy_name(k.policy)) +
          " padding=" + (k.padding == PaddingMode::MAX_LEN ? "MAX_LEN" : "SUM_LEN") + (k.a2a ? " a2a" : "") +
          (k.input_scattered ? " input-scattered" : "") + (k.fused ? " fused" : "") + (k.capture ? " capture" : "") + (k.prefill_cp ? " prefill-cp" : "") + (k.transform ? " transform" : "") +
-         (k.sequence_parallel ? " sequence-parallel" : "");
+         (k.sequence_parallel ? " sequence-parallel" : "") + (k.cp_shards.empty() ? "" : " gqa-cp");
 }
 
 void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world);
@@ -112,7 +113,8 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
   const int tp = world->size();
   PlanContext ctx;
   ctx.topology = k.prefill_cp ? Topology::make(tp, 1, tp) : Topology::make(tp, k.attn_dp);
-  ctx.topology.enable_prefill_cp = ctx.topology.cp_over_attn_cp = k.prefill_cp;
+  ctx.topology.enable_prefill_cp = k.prefill_cp;
+  ctx.topology.cp_over_attn_cp = k.prefill_cp && k.cp_shards.empty();  // else GQA CP, uneven shards
   if (k.a2a) {
     ctx.topology.moe_a2a_backend = true;
     ctx.topology.moe_ep = tp;
@@ -164,14 +166,21 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
                                : k.prefill_cp        ? BatchVariant::CONTEXT_PARALLEL
                                : k.sequence_parallel ? BatchVariant::SEQUENCE_PARALLEL
                                                      : BatchVariant::ORDINARY;
-  batch.facts = BatchFacts::make(k.tokens, dp, ctx.topology.attn_tp, k.padding, variant);
-  // Under prefill CP this rank holds shard cp of its replica's sequence: tokens [cp * n, (cp + 1) * n);
-  // inside an SP region, attention-TP slice t of the rows.
-  const int64_t sp_shard = batch.facts.local_rows() / ctx.topology.attn_tp;
-  const int64_t first_token = k.prefill_cp ? groups.attn().cp * k.tokens[0] : k.sequence_parallel ? groups.attn().tp * sp_shard : 0;
+  batch.facts = BatchFacts::make(k.tokens, dp, ctx.topology.attn_tp, k.padding, variant).with_cp_shards(k.cp_shards);
   const int64_t local_rows = batch.facts.local_rows();
-  const int64_t held_rows = k.sequence_parallel ? sp_shard : local_rows;  // rows the stream holds here
-  const int64_t held_tokens = k.sequence_parallel ? sp_shard : k.tokens[dp];
+  // The rows this rank's stream holds, and the first of its replica's tokens among them: under
+  // prefill CP its CP shard of the sequence, inside an SP region its attention-TP slice.
+  int64_t held_rows = local_rows, held_tokens = k.tokens[dp], first_token = 0;
+  const int cp = groups.attn().cp;
+  if (k.sequence_parallel) {
+    held_rows = held_tokens = local_rows / ctx.topology.attn_tp;
+    first_token = groups.attn().tp * held_rows;
+  } else if (!k.cp_shards.empty()) {
+    held_rows = held_tokens = k.cp_shards[cp];
+    for (int r = 0; r < cp; ++r) first_token += k.cp_shards[r];
+  } else if (k.prefill_cp) {
+    first_token = cp * k.tokens[0];
+  }
   // An input-scattered batch starts from the vocab-parallel embedding's TP partial.
   const float embed_weight = k.input_scattered ? weight(tp, groups.tp_rank()) : 1.f;
   Buffer embed_storage(static_cast<size_t>(held_rows * kHidden) * 4 + 4);
@@ -481,6 +490,20 @@ int main() {
     for (int attn_dp = 1; attn_dp <= tp; attn_dp *= 2) {
       run_longcat(world, attn_dp);
       ++cases;
+    }
+    // GQA prefill CP: uneven shards (one may be empty), padded for the gather; the exit takes this
+    // rank's block back after compute's all-reduce.
+    if (tp > 1) {
+      std::vector<int64_t> shards = {3, 1, 2, 0};
+      shards.resize(tp);
+      int64_t total = 0;
+      for (int64_t n : shards) total += n;
+      for (const char* pattern : {"AFAF", "AFMF"}) {
+        run_case({pattern, 1, ReductionPolicy::RS_RSV, {total}, PaddingMode::MAX_LEN, false, false, false, false, true,
+                  false, false, shards},
+                 world);
+        ++cases;
+      }
     }
     // A LayerNorm-SP region: boundaries stay on the shard (add + norm only, no collective).
     if (tp > 1)
