@@ -18,7 +18,6 @@ inline constexpr const char* kFinalHandoffCapture = "final handoff capture requi
 inline constexpr const char* kFoldNotPlain = "fold requires a plain residual update";
 inline constexpr const char* kBranchNeedsPrepared = "a branch must start from a prepared stage input";
 inline constexpr const char* kMergeNeedsPending = "branch merge requires a pending producer contribution";
-inline constexpr const char* kPreparedBranchPrepare = "a prepared branch must enter through branch_input, not prepare";
 inline constexpr const char* kOwedHasNoTensor = "an OwedOutput has no tensor; pass it to the next boundary call";
 
 }  // namespace seam::residual::messages
