@@ -90,13 +90,15 @@ struct Case {
   bool transform = false;        ///< every A and F/E output is doubled by an output transform
   bool sequence_parallel = false;///< inside a LayerNorm-SP region: every boundary stays on the shard
   std::vector<int64_t> cp_shards = {};  ///< prefill CP with uneven (GQA) shards: rows per CP rank
+  bool postprocess = false;      ///< FFNs run without an exit scope (operation-scheduled TBO) and postprocess
 };
 
 std::string name(const Case& k) {
   return k.pattern + " attn_dp=" + std::to_string(k.attn_dp) + " policy=" + std::string(policy_name(k.policy)) +
          " padding=" + (k.padding == PaddingMode::MAX_LEN ? "MAX_LEN" : "SUM_LEN") + (k.a2a ? " a2a" : "") +
          (k.input_scattered ? " input-scattered" : "") + (k.fused ? " fused" : "") + (k.capture ? " capture" : "") + (k.prefill_cp ? " prefill-cp" : "") + (k.transform ? " transform" : "") +
-         (k.sequence_parallel ? " sequence-parallel" : "") + (k.cp_shards.empty() ? "" : " gqa-cp");
+         (k.sequence_parallel ? " sequence-parallel" : "") + (k.cp_shards.empty() ? "" : " gqa-cp") +
+         (k.postprocess ? " postprocess" : "");
 }
 
 void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world);
@@ -202,15 +204,22 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
       captured_rows = value.rows;
       captured.assign(static_cast<const float*>(value.data), static_cast<const float*>(value.data) + value.rows * kHidden);
     };
+    std::vector<float> gathered_capture;
+    auto collect_gathered = [&](const Tensor& value, bool) {
+      gathered_capture.assign(static_cast<const float*>(value.data),
+                              static_cast<const float*>(value.data) + value.rows * kHidden);
+    };
     const bool captures = k.capture && (letter == 'A' || letter == 'M');
-    Tensor in = captures ? runner.prepare(h, batch, PrepareOptions{.capture_output = collect}).values
+    Tensor in = captures ? runner.prepare(h, batch, PrepareOptions{.capture_output = collect,
+                                                                   .captured_last_layer_outputs = collect_gathered})
+                               .values
                          : runner.prepare(h, batch).values;
     if (captures) {
       if (captured_rows != held_rows) fail(name(k) + ": captured " + std::to_string(captured_rows) + " rows");
       for (int64_t i = 0; i < held_tokens; ++i) {
         const std::vector<float> expected = reference(k.pattern, dp, first_token + i, k.transform)[s];
         for (int64_t c = 0; c < kHidden; ++c)
-          if (!close(captured[i * kHidden + c], expected[c]))
+          if (!close(captured[i * kHidden + c], expected[c]) || !close(gathered_capture[i * kHidden + c], expected[c]))
             fail(name(k) + ": capture before stage " + std::to_string(s) + " token " + std::to_string(i));
       }
     }
@@ -238,6 +247,9 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
     if (k.sequence_parallel) out = rows::token_slice(groups, rows::GroupKind::ATTN_TP, out);
     if (letter == 'A') {
       h = runner.finish(out, batch);
+    } else if (k.postprocess && letter != 'M') {  // no exit scope: compute completes its own sum
+      if (partial) rows::all_reduce(groups, group, out).wait();
+      h = runner.postprocess(out, batch);
     } else {
       StageRunner::Exit exit = runner.exit(batch);
       if (partial && !exit.flags().compute_skips_sum()) rows::all_reduce(groups, group, out).wait();
@@ -489,6 +501,15 @@ int main() {
         }
     for (int attn_dp = 1; attn_dp <= tp; attn_dp *= 2) {
       run_longcat(world, attn_dp);
+      ++cases;
+    }
+    // Operation-scheduled TBO: FFNs without exit scopes, postprocess only moves rows back.
+    for (int attn_dp = 1; attn_dp <= tp; attn_dp *= 2) {
+      std::vector<int64_t> tokens(attn_dp, 2);
+      tokens[0] = 5;
+      run_case({"AFAE", attn_dp, ReductionPolicy::RS_RSV, tokens, PaddingMode::SUM_LEN, false, false, false, false, false,
+                false, false, {}, true},
+               world);
       ++cases;
     }
     // GQA prefill CP: uneven shards (one may be empty), padded for the gather; the exit takes this
