@@ -23,9 +23,9 @@ using rows::GroupKind;
 namespace {
 const char* owed_type(Owed owed) { return owed == Owed::handoff ? "HandoffOutput" : "UnreducedOutput"; }
 
-// A quantised input is values plus per-token scales; the row moves carry plain activations only.
+// A DP gather runs through sums under SUM_LEN: it carries plain activations only.
 void require_plain_input(const residual::StageInput& input) {
-  if (input.quantized()) throw NotSupportedError("a quantised stage input cannot be moved across ranks");
+  if (input.quantized()) throw NotSupportedError("a quantised stage input cannot be DP-gathered (the gather sums)");
 }
 }  // namespace
 
@@ -265,22 +265,27 @@ Tensor StageRunner::move_residual(ResidualMove move, const Tensor& residual) {
 
 residual::StageInput StageRunner::move_input(InputMove move, const residual::StageInput& input, const BatchFacts& facts) {
   if (move == InputMove::NONE) return input;
-  require_plain_input(input);
-  const Tensor& in = input.values;
-  if (move == InputMove::ATTN_TP_GATHER) {
-    const Tensor full = gathered_.get(in.dtype, in.rows * groups_.size(GroupKind::ATTN_TP), in.cols);
-    rows::attn_tp_gather(groups_, in, full).wait();
-    return {full};
-  }
-  // CP: equal shards concatenate; uneven ones are padded to the longest first (rank r's block at r * max).
+  // Gathers whole rows: a quantised input moves its values and its per-token scales alike.
   const std::span<const int64_t> shards = facts.cp_shard_rows();
-  const int64_t block = shards.empty() ? in.rows : *std::max_element(shards.begin(), shards.end());
-  const Tensor full = gathered_.get(in.dtype, block * groups_.size(GroupKind::ATTN_CP), in.cols);
-  if (shards.empty())
-    rows::cp_gather(groups_, in, full);
-  else
-    rows::cp_gather_padded(groups_, in, shards, full, scratch_);
-  return {full};
+  auto gather = [&](const Tensor& in, rows::Scratch& out) {
+    if (move == InputMove::ATTN_TP_GATHER) {
+      const Tensor full = out.get(in.dtype, in.rows * groups_.size(GroupKind::ATTN_TP), in.cols);
+      rows::attn_tp_gather(groups_, in, full).wait();
+      return full;
+    }
+    // CP: equal shards concatenate; uneven ones are padded to the longest first (block r at r * max).
+    const int64_t block = shards.empty() ? in.rows : *std::max_element(shards.begin(), shards.end());
+    const Tensor full = out.get(in.dtype, block * groups_.size(GroupKind::ATTN_CP), in.cols);
+    if (shards.empty())
+      rows::cp_gather(groups_, in, full);
+    else
+      rows::cp_gather_padded(groups_, in, shards, full, scratch_);
+    return full;
+  };
+  const Tensor values = gather(input.values, gathered_);
+  if (!input.quantized()) return {values};
+  const Tensor scales = Tensor::contiguous(const_cast<float*>(input.scales), DType::f32, input.values.rows, 1);
+  return {values, static_cast<const float*>(gather(scales, gathered_scales_).data)};
 }
 
 }  // namespace seam::boundary

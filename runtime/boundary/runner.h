@@ -132,6 +132,7 @@ class StageRunner {
   rows::Scratch pre_moved_;   ///< input moved before the update (slice, reduce-scatter, take-back)
   rows::Scratch residual_;    ///< a residual gathered or sliced for the read
   rows::Scratch gathered_;    ///< the compute input moved after the read (DP / TP / CP gather)
+  rows::Scratch gathered_scales_;  ///< a quantised input's per-token scales, gathered with it
   rows::Scratch local_;       ///< an output returned to this replica's rows
   rows::Scratch captured_;    ///< a capture moved back to the producer's rows
   rows::Scratch branch_;      ///< a branch input / residual / output on this stage's rows

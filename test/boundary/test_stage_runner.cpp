@@ -5,6 +5,7 @@
 // (no parallelism) for its replica's tokens.
 //
 //   mpirun -n 4 test_stage_runner
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,8 @@
 #include <vector>
 
 #include "kernels/norm/elementwise.h"
+#include "kernels/quant/fp8.h"
+#include "kernels/quant/norm_quant.h"
 #include "layouts/errors.h"
 #include "runtime/boundary/factories.h"
 #include "runtime/boundary/introspection.h"
@@ -60,13 +63,23 @@ std::vector<float> rms_norm(const std::vector<float>& x) {
 
 // The single-process reference for one token: residual r; each stage adds scale * norm(r).
 // residuals[s] is r as stage s reads it; the last entry is the final norm's output.
-std::vector<std::vector<float>> reference(const std::string& pattern, int d, int64_t i, bool transform) {
+// FP8 per-token quantisation and back, as NORM_QUANT_READ's fp8_per_token format reads.
+std::vector<float> fake_fp8(const std::vector<float>& y) {
+  float absmax = 0;
+  for (float v : y) absmax = std::max(absmax, std::fabs(v));
+  const float scale = std::max(absmax / 448.f, kernels::kFp8MinScale);
+  std::vector<float> out(y.size());
+  for (size_t i = 0; i < y.size(); ++i) out[i] = kernels::fp8_e4m3_to_float(kernels::float_to_fp8_e4m3(y[i] * (1.f / scale))) * scale;
+  return out;
+}
+
+std::vector<std::vector<float>> reference(const std::string& pattern, int d, int64_t i, bool transform, bool fp8 = false) {
   std::vector<std::vector<float>> residuals;
   std::vector<float> r(kHidden);
   for (int64_t c = 0; c < kHidden; ++c) r[c] = embedding(d, i, c);
   for (char letter : pattern) {
     residuals.push_back(r);
-    const std::vector<float> in = rms_norm(r);
+    const std::vector<float> in = fp8 && letter == 'A' ? fake_fp8(rms_norm(r)) : rms_norm(r);
     const float doubled = transform && letter != 'M' ? 2.f : 1.f;
     for (int64_t c = 0; c < kHidden; ++c) r[c] += doubled * scale(letter) * in[c];
   }
@@ -74,7 +87,9 @@ std::vector<std::vector<float>> reference(const std::string& pattern, int d, int
   return residuals;
 }
 
-bool close(float got, float expected) { return std::fabs(got - expected) <= 1e-4f * (1.f + std::fabs(expected)); }
+bool close(float got, float expected, float tolerance = 1e-4f) {
+  return std::fabs(got - expected) <= tolerance * (1.f + std::fabs(expected));
+}
 
 struct Case {
   std::string pattern;
@@ -91,6 +106,7 @@ struct Case {
   bool sequence_parallel = false;///< inside a LayerNorm-SP region: every boundary stays on the shard
   std::vector<int64_t> cp_shards = {};  ///< prefill CP with uneven (GQA) shards: rows per CP rank
   bool postprocess = false;      ///< FFNs run without an exit scope (operation-scheduled TBO) and postprocess
+  bool fp8 = false;              ///< attention reads its input quantised (FP8 per token)
 };
 
 std::string name(const Case& k) {
@@ -98,7 +114,7 @@ std::string name(const Case& k) {
          " padding=" + (k.padding == PaddingMode::MAX_LEN ? "MAX_LEN" : "SUM_LEN") + (k.a2a ? " a2a" : "") +
          (k.input_scattered ? " input-scattered" : "") + (k.fused ? " fused" : "") + (k.capture ? " capture" : "") + (k.prefill_cp ? " prefill-cp" : "") + (k.transform ? " transform" : "") +
          (k.sequence_parallel ? " sequence-parallel" : "") + (k.cp_shards.empty() ? "" : " gqa-cp") +
-         (k.postprocess ? " postprocess" : "");
+         (k.postprocess ? " postprocess" : "") + (k.fp8 ? " fp8" : "");
 }
 
 void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world);
@@ -149,7 +165,8 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
   };
   for (char letter : k.pattern) {
     norms.push_back(std::make_unique<residual::RmsNorm>(ones, 1e-6f));
-    const StageDeclaration d = letter == 'A'   ? declare_attn({.read = NORM_READ, .output_transform = doubled(false)})
+    const StageDeclaration d = letter == 'A'   ? declare_attn({.read = k.fp8 ? NORM_QUANT_READ : NORM_READ,
+                                                               .output_transform = doubled(false)})
                                : letter == 'M' ? declare_attn({.read = NORM_READ, .reduction = ProducerReduction::SCOPED,
                                                                .gathers_tp_input = false})
                                                : declare_ffn({.sparse = letter == 'E', .output_transform = doubled(true)});
@@ -159,8 +176,9 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
   const auto stages = make_stages(ctx, specs, {.terminal = true});
   std::vector<std::unique_ptr<StageRunner>> runners;
   for (size_t i = 0; i < stages.size(); ++i)
-    runners.push_back(std::make_unique<StageRunner>(stages[i], groups, *norms[i], residual::norm_read(),
-                                                    residual::add_update()));
+    runners.push_back(std::make_unique<StageRunner>(
+        stages[i], groups, *norms[i], k.fp8 && k.pattern[i] == 'A' ? residual::norm_quant_read() : residual::norm_read(),
+        residual::add_update()));
 
   residual::ForwardBatch batch;
   const int dp = groups.attn().dp;
@@ -210,10 +228,24 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
                               static_cast<const float*>(value.data) + value.rows * kHidden);
     };
     const bool captures = k.capture && (letter == 'A' || letter == 'M');
-    Tensor in = captures ? runner.prepare(h, batch, PrepareOptions{.capture_output = collect,
-                                                                   .captured_last_layer_outputs = collect_gathered})
-                               .values
-                         : runner.prepare(h, batch).values;
+    const residual::ReadOptions read_options{.quant = k.fp8 && letter == 'A' ? residual::QuantFormat::fp8_per_token
+                                                                             : residual::QuantFormat::none};
+    const residual::StageInput read =
+        captures ? runner.prepare(h, batch, PrepareOptions{.capture_output = collect,
+                                                           .captured_last_layer_outputs = collect_gathered})
+                 : runner.prepare(h, batch, read_options);
+    Tensor in = read.values;
+    // A quantised input: compute dequantises it (values times the row's scale).
+    Buffer dequantised;
+    if (read.quantized()) {
+      dequantised = Buffer(static_cast<size_t>(in.rows * kHidden) * 4 + 4);
+      const Tensor deq = dequantised.as_tensor(DType::f32, in.rows, kHidden);
+      for (int64_t i = 0; i < in.rows; ++i)
+        for (int64_t c = 0; c < kHidden; ++c)
+          static_cast<float*>(deq.row(i))[c] =
+              kernels::fp8_e4m3_to_float(static_cast<const uint8_t*>(in.row(i))[c]) * read.scales[i];
+      in = deq;
+    }
     if (captures) {
       if (captured_rows != held_rows) fail(name(k) + ": captured " + std::to_string(captured_rows) + " rows");
       for (int64_t i = 0; i < held_tokens; ++i) {
@@ -258,10 +290,11 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
   }
   const Tensor result = residual::norm(h, batch, final_norm);
   for (int64_t i = 0; i < held_tokens; ++i) {
-    const std::vector<float> expected = reference(k.pattern, dp, first_token + i, k.transform).back();
+    const std::vector<float> expected = reference(k.pattern, dp, first_token + i, k.transform, k.fp8).back();
     for (int64_t c = 0; c < kHidden; ++c) {
       const float got = static_cast<const float*>(result.row(i))[c];
-      if (!close(got, expected[c]))
+      // FP8: a last-place difference before quantising may round one element to the next FP8 value.
+      if (!close(got, expected[c], k.fp8 ? 2e-2f : 1e-4f))
         fail(name(k) + ": token " + std::to_string(i) +
              " col " + std::to_string(c) + " got " + std::to_string(got) + " expected " + std::to_string(expected[c]));
     }
@@ -502,6 +535,16 @@ int main() {
     for (int attn_dp = 1; attn_dp <= tp; attn_dp *= 2) {
       run_longcat(world, attn_dp);
       ++cases;
+    }
+    // FP8 attention input: on its own rows, and gathered (values and scales) after an a2a MoE.
+    for (int attn_dp = 1; attn_dp <= tp; attn_dp *= 2) {
+      std::vector<int64_t> tokens(attn_dp, 3);
+      for (bool a2a : {false, true}) {
+        Case fp8{"AEAE", attn_dp, ReductionPolicy::RS_RSV, tokens, PaddingMode::SUM_LEN, a2a};
+        fp8.fp8 = true;
+        run_case(fp8, world);
+        ++cases;
+      }
     }
     // Operation-scheduled TBO: FFNs without exit scopes, postprocess only moves rows back.
     for (int attn_dp = 1; attn_dp <= tp; attn_dp *= 2) {
