@@ -2,6 +2,7 @@
 // (SIGKILL, no clean-up) at iteration --at. Every survivor must see a CommError naming a peer and
 // exit with status 3; seam_local_launcher checks the statuses and how soon after the death.
 //   comm_fault_rank --victim R --at K [--iters N] [--count C]
+// --victim -1: nobody dies (a link is cut from outside instead); loops until an error.
 #include <signal.h>
 
 #include <chrono>

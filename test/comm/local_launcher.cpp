@@ -11,6 +11,10 @@
 //     --expect-killed R      fault mode: rank R must die of SIGKILL, every other rank must exit
 //                            with status 3 (the test's "got a CommError") within
 //     --max-detect-ms M      M ms of rank R's death [SEAM_TIMEOUT_MS + 2000 = 5000]
+//     --cut-after-ms T --cut-cmd CMD
+//                            link-failure mode: run the shell command CMD T ms after the start
+//                            (e.g. take a veth link down); every rank must then exit with
+//                            status 3 within --max-detect-ms of it
 // Normal mode: every rank must exit 0. Exit status: 0 when the expectation holds.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -66,6 +70,8 @@ std::string random_token() {
 
 int main(int argc, char** argv) {
   int n = -1, timeout_s = 240, port = -1, victim = -1;
+  long cut_after_ms = -1;
+  std::string cut_cmd;
   long max_detect_ms = 5000;
   std::string host = "127.0.0.1";
   std::map<int, std::string> ns;
@@ -103,6 +109,10 @@ int main(int argc, char** argv) {
         envs.emplace_back(-1, v);
     } else if (a == "--expect-killed") {
       victim = std::atoi(next().c_str());
+    } else if (a == "--cut-after-ms") {
+      cut_after_ms = std::atol(next().c_str());
+    } else if (a == "--cut-cmd") {
+      cut_cmd = next();
     } else if (a == "--max-detect-ms") {
       max_detect_ms = std::atol(next().c_str());
     } else {
@@ -150,7 +160,17 @@ int main(int argc, char** argv) {
   std::vector<Clock::time_point> ended(static_cast<size_t>(n));
   int left = n;
   bool timed_out = false;
+  bool cut_done = false;
+  Clock::time_point cut_at{};
   while (left > 0) {
+    if (cut_after_ms >= 0 && !cut_done && Clock::now() - start >= std::chrono::milliseconds(cut_after_ms)) {
+      cut_done = true;
+      cut_at = Clock::now();
+      std::printf("seam_local_launcher: cutting the link: %s\n", cut_cmd.c_str());
+      std::fflush(stdout);
+      int rc = std::system(cut_cmd.c_str());
+      if (rc != 0) std::printf("seam_local_launcher: the cut command failed (%d)\n", rc);
+    }
     int st = 0;
     pid_t pid = waitpid(-1, &st, WNOHANG);
     if (pid > 0) {
@@ -181,7 +201,20 @@ int main(int argc, char** argv) {
     std::string how = WIFEXITED(st) ? "exit " + std::to_string(WEXITSTATUS(st))
                                     : WIFSIGNALED(st) ? std::string("signal ") + strsignal(WTERMSIG(st)) : "?";
     std::string verdict;
-    if (victim < 0) {
+    if (cut_after_ms >= 0) {
+      double after = std::chrono::duration<double, std::milli>(ended[static_cast<size_t>(r)] - cut_at).count();
+      verdict = "  (" + std::to_string(static_cast<long>(after)) + " ms after the cut)";
+      if (!cut_done) {
+        ok = false;
+        verdict += "  <- ended before the cut";
+      } else if (!(WIFEXITED(st) && WEXITSTATUS(st) == 3)) {
+        ok = false;
+        verdict += "  <- expected exit 3 (a CommError)";
+      } else if (after > static_cast<double>(max_detect_ms)) {
+        ok = false;
+        verdict += "  <- later than " + std::to_string(max_detect_ms) + " ms";
+      }
+    } else if (victim < 0) {
       if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
         ok = false;
         verdict = "  <- expected exit 0";

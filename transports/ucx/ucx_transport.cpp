@@ -33,6 +33,7 @@ struct UcxRequest final : transport::Request {
   size_t cap;
   void* ucx = nullptr;                       // UCX's request handle while pending
   std::shared_ptr<UcxRequest> self;          // keeps us alive until UCX calls back
+  bool released = false;                     // freed on UCX's side at shutdown
   UcxRequest* prev = nullptr;
   UcxRequest* next = nullptr;
   Peer* owner = nullptr;
@@ -133,22 +134,46 @@ class UcxTransportImpl final : public UcxTransport {
       context_ = nullptr;
       return;
     }
-    // Close endpoints: flush to live peers (bounded), force to dead ones.
+    // Anything still pending means the job is being torn down after a failure: cancel receives,
+    // force-close every endpoint (a flush could wait forever on a cut link), and give UCX a
+    // moment to call back. Otherwise close gracefully (flush), bounded.
+    bool aborting = false;
+    for (auto& p : peers_) {
+      std::vector<std::shared_ptr<UcxRequest>> pending;
+      for (UcxRequest* r = p.pending; r; r = r->next) pending.push_back(r->self);
+      aborting |= !pending.empty();
+      for (auto& r : pending)
+        if (r->is_recv && r->ucx && r->ucx != reinterpret_cast<void*>(1)) ucp_request_cancel(worker_, r->ucx);
+    }
     std::vector<void*> closing;
     for (auto& p : peers_) {
       if (!p.ep) continue;
       ucp_request_param_t prm{};
       prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-      prm.flags = p.dead ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+      prm.flags = p.dead || aborting ? UCP_EP_CLOSE_FLAG_FORCE : 0;
       void* r = ucp_ep_close_nbx(p.ep, &prm);
       if (UCS_PTR_IS_PTR(r)) closing.push_back(r);
       p.ep = nullptr;
     }
-    auto deadline = Clock::now() + std::chrono::milliseconds(1000);
-    for (void* r : closing) {
-      while (ucp_request_check_status(r) == UCS_INPROGRESS && Clock::now() < deadline) ucp_worker_progress(worker_);
-      if (ucp_request_check_status(r) != UCS_INPROGRESS) ucp_request_free(r);
-    }
+    auto busy = [&] {
+      for (void* r : closing)
+        if (ucp_request_check_status(r) == UCS_INPROGRESS) return true;
+      for (auto& p : peers_)
+        if (p.pending) return true;
+      return false;
+    };
+    const auto deadline = Clock::now() + std::chrono::milliseconds(aborting ? 200 : 1000);
+    while (busy() && Clock::now() < deadline) ucp_worker_progress(worker_);
+    for (void* r : closing) ucp_request_free(r);
+    // Requests UCX never finished: release them (UCX frees them once done) and keep our side
+    // alive, since UCX may still call back into it.
+    for (auto& p : peers_)
+      for (UcxRequest* r = p.pending; r; r = r->next) {
+        r->released = true;
+        if (r->ucx && r->ucx != reinterpret_cast<void*>(1)) ucp_request_free(r->ucx);
+        if (!r->finished()) r->fail("seam ucx: transport shut down");
+        [[maybe_unused]] auto* leaked = new std::shared_ptr<UcxRequest>(r->self);
+      }
     for (auto& p : peers_)
       if (p.pidfd >= 0) close(p.pidfd);
     ucp_worker_destroy(worker_);
@@ -249,7 +274,7 @@ class UcxTransportImpl final : public UcxTransport {
     std::shared_ptr<UcxRequest> keep = std::move(r->self);
     if (r->owner) r->owner->unlink(r);
     r->ucx = nullptr;
-    ucp_request_free(ucx_request);
+    if (!r->released) ucp_request_free(ucx_request);
   }
 
   static void on_send(void* request, ucs_status_t status, void* user_data) {
