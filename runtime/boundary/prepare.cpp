@@ -153,6 +153,8 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
     if (written) return read_.read(residual, norm_, options);
     return read_.update_and_read(*c->update, complete, has_residual ? &residual : nullptr, norm_, options);
   };
+  if (step.places_cp_shards)  // the DP gather would have to place every CP rank's shard in its DP slot
+    throw NotSupportedError("a DP gather that places CP shards (attention DP with prefill CP) is not executed yet");
   const bool sums_here = owes_sum && step.all_reduce.has_value();
   residual::ReadResult result;
   switch (step.read) {
