@@ -75,9 +75,8 @@ const EntryPaths& StageRunner::select_paths(const BoundPath& path, ResidualStrea
   if (c->owed == Owed::declared_sum && (!expected || c->group != *expected))
     throw UsageError("producer sum does not match the input declaration");
   if (c->owed == Owed::carried_sum || c->owed == Owed::handoff) {
+    if (expected) throw UsageError("a declared input sum carried another completion");
     if (!stream.has_residual()) throw UsageError(std::string(owed_type(c->owed)) + " requires residual input");
-    if (expected)
-      throw UsageError(std::string("an input that owes its sum by construction arrived as ") + owed_type(c->owed));
   }
   return paths;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "layouts/errors.h"
 #include "runtime/boundary/factories.h"
 #include "runtime/boundary/rows/host_fusion.h"
 #include "runtime/boundary/rows/tensor_collectives.h"
@@ -231,6 +232,35 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
   }
 }
 
+// An input that owes its sum by construction must arrive with that declared sum, not with a
+// completion an exit chose (needs attention TP > 1, so more than one rank).
+void check_declared_input_misuse(const std::shared_ptr<comm::Communicator>& world) {
+  PlanContext ctx;
+  ctx.topology = Topology::make(world->size());
+  rows::ProcessGroups groups(world, ctx.topology);
+  const Ones ones;
+  residual::RmsNorm norm(ones.tensor, 1e-6f);
+  const auto stages = make_stages(ctx, {{declare_attn({.read = NORM_READ}), &norm}, {declare_ffn(), &norm}});
+  StageRunner ffn(stages[1], groups, norm, residual::norm_read(), residual::add_update());
+  Buffer storage(2 * kHidden * 4);
+  const Tensor rows = storage.as_tensor(DType::f32, 1, kHidden);
+  const Tensor residual = storage.as_tensor(DType::f32, 2, kHidden).slice_rows(1, 1);
+  residual::ForwardBatch batch;
+  const int64_t tokens[] = {1};
+  batch.facts = BatchFacts::make(tokens, 0, 1, PaddingMode::MAX_LEN);
+  auto same = [](const Tensor& t, residual::ForwardBatch&) { return t; };
+  residual::arrive(batch, rows, &residual, residual::add_update());  // Pending, complete
+  batch.residual_stream->write(residual);
+  const residual::LayerOutput carried = batch.residual_stream->leave(
+      residual::ProducerOutput::unreduced(rows, SumGroup::ATTN_TP, residual::CompleteSum(same)), residual::add_update());
+  try {
+    ffn.prepare(carried, batch);
+    fail("a carried completion was accepted where the input declares its sum");
+  } catch (const UsageError& e) {
+    if (std::string(e.what()) != "a declared input sum carried another completion") fail(e.what());
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -332,6 +362,7 @@ int main() {
         run_case({.pattern = "AFAF", .policy = policy, .tokens = {4 * tp + 1}, .input_scattered = true}, world);
         ++cases;
       }
+    if (tp > 1) check_declared_input_misuse(world);
     if (g_rank == 0) std::printf("test_stage_runner: %d stacks on %d ranks match the reference\n", cases, tp);
     return 0;
   } catch (const std::exception& e) {
