@@ -97,8 +97,15 @@ LayerOutput StageRunner::finish_ffn(const FfnDecision& d, const Tensor& output, 
       rows::tp_gather(groups_, updated, full).wait();
       return stream.write(full);
     }
-    case OutputMoveKind::DP_CP_TAKE_BACK:
-      throw NotSupportedError("output move '" + path.output_move.describe() + "' needs CP shard counts the batch facts do not carry");
+    case OutputMoveKind::DP_CP_TAKE_BACK: {  // this CP rank's shard of its replica's rows
+      const std::span<const int64_t> shards = batch.facts.cp_shard_rows();
+      if (shards.empty()) throw NotSupportedError("a DP x CP take-back needs the batch's CP shard rows");
+      const Tensor shard =
+          local_.get(output.dtype, shards[static_cast<size_t>(groups_.rank_in(rows::GroupKind::ATTN_CP))], output.cols);
+      rows::dp_cp_take_back(groups_, batch.facts, output, shards, shard);
+      value = shard;
+      break;
+    }
   }
   if (d.declared_sum && !update_.at_producer()) {
     const residual::DeclaredSum sum = declared(*d.declared_sum);

@@ -152,8 +152,14 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
     if (written) return read_.read(residual, norm_, options);
     return read_.update_and_read(*c->update, complete, has_residual ? &residual : nullptr, norm_, options);
   };
-  if (step.places_cp_shards)  // the DP gather would have to place every CP rank's shard in its DP slot
-    throw NotSupportedError("a DP gather that places CP shards (attention DP with prefill CP) is not executed yet");
+  // The DP gather: every replica's rows at its offset; on a DP x CP batch each CP rank places its
+  // shard inside its replica's slot (the batch's CP shard rows say where).
+  auto dp_gather = [&](const Tensor& local, const Tensor& global, rows::DpGatherMode mode) {
+    if (!step.places_cp_shards) return rows::dp_gather(groups_, facts, local, global, mode, scratch_);
+    if (facts.cp_shard_rows().empty())
+      throw NotSupportedError("a DP gather that places CP shards needs the batch's CP shard rows");
+    rows::dp_gather_cp_shards(groups_, facts, local, facts.cp_shard_rows(), global, mode);
+  };
   const bool sums_here = owes_sum && step.all_reduce.has_value();
   residual::ReadResult result;
   switch (step.read) {
@@ -182,9 +188,12 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
       // attention-TP sum and places every replica's rows; the new residual is this replica's rows.
       if (has_residual && groups_.attn().tp == 0) kernels::add_inplace(value, residual);
       const Tensor global = gathered_.get(value.dtype, facts.global_rows(), value.cols);
-      rows::dp_gather(groups_, facts, value, global, rows::DpGatherMode::PARTIAL, scratch_);
+      dp_gather(value, global, rows::DpGatherMode::PARTIAL);
       const Tensor local = has_residual ? residual : residual_.get(value.dtype, value.rows, value.cols);
-      rows::dp_scatter(facts, global, local);
+      if (step.places_cp_shards)
+        rows::dp_cp_take_back(groups_, facts, global, facts.cp_shard_rows(), local);
+      else
+        rows::dp_scatter(facts, global, local);
       result = read_.read(global, norm_, options);
       result.residual = local;
       break;
@@ -194,7 +203,7 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
       result = update_and_read(value);
       require_plain_input(result.input);
       const Tensor global = gathered_.get(result.input.values.dtype, facts.global_rows(), result.input.values.cols);
-      rows::dp_gather(groups_, facts, result.input.values, global, rows::DpGatherMode::REPLICATE, scratch_);
+      dp_gather(result.input.values, global, rows::DpGatherMode::REPLICATE);
       result.input = {global};
       break;
     }

@@ -62,7 +62,7 @@ void run_case(const Case& k, const std::shared_ptr<comm::Communicator>& world) {
 void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) {
   const int tp = world->size();
   PlanContext ctx;
-  ctx.topology = k.prefill_cp ? Topology::make(tp, 1, tp) : Topology::make(tp, k.attn_dp);
+  ctx.topology = k.prefill_cp ? Topology::make(tp, k.attn_dp, tp / k.attn_dp) : Topology::make(tp, k.attn_dp);
   ctx.topology.enable_prefill_cp = k.prefill_cp;
   ctx.topology.cp_over_attn_cp = k.prefill_cp && k.cp_shards.empty();  // else GQA CP, uneven shards
   if (k.a2a) {
@@ -342,6 +342,14 @@ int main() {
         ++cases;
       }
     }
+    // Attention DP x prefill CP: the FFN's DP gather places every CP shard in its replica's slot,
+    // the exit takes this rank's shard back (uneven shards, an idle one).
+    if (tp >= 4)
+      for (const char* pattern : {"AFAF", "MFAE"}) {
+        run_case({.pattern = pattern, .attn_dp = 2, .tokens = {4, 4}, .prefill_cp = true, .cp_shards = {3, 1}}, world);
+        run_case({.pattern = pattern, .attn_dp = 2, .tokens = {2, 2}, .prefill_cp = true, .cp_shards = {0, 2}}, world);
+        cases += 2;
+      }
     // A LayerNorm-SP region: boundaries stay on the shard (add + norm only, no collective).
     if (tp > 1)
       for (const char* pattern : {"AFAF", "AEAE"}) {
