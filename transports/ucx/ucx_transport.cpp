@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucp/api/ucp.h>
+#include <uct/api/uct.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -380,6 +381,39 @@ std::unique_ptr<UcxTransport> UcxTransport::create(transport::AddressExchange& e
   auto t = std::make_unique<UcxTransportImpl>(exchange.rank(), exchange.size(), timeout);
   t->init(exchange, hosts, pids);
   return t;
+}
+
+std::vector<std::string> available_transports() {
+  std::vector<std::string> out;
+  uct_component_h* components = nullptr;
+  unsigned ncomponents = 0;
+  if (uct_query_components(&components, &ncomponents) != UCS_OK) return out;
+  for (unsigned c = 0; c < ncomponents; ++c) {
+    uct_component_attr_t attr{};
+    attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME | UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
+    if (uct_component_query(components[c], &attr) != UCS_OK) continue;
+    std::vector<uct_md_resource_desc_t> mds(attr.md_resource_count);
+    attr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
+    attr.md_resources = mds.data();
+    if (uct_component_query(components[c], &attr) != UCS_OK) continue;
+    for (auto& md_desc : mds) {
+      uct_md_config_t* md_config = nullptr;
+      if (uct_md_config_read(components[c], nullptr, nullptr, &md_config) != UCS_OK) continue;
+      uct_md_h md = nullptr;
+      ucs_status_t s = uct_md_open(components[c], md_desc.md_name, md_config, &md);
+      uct_config_release(md_config);
+      if (s != UCS_OK) continue;
+      uct_tl_resource_desc_t* tls = nullptr;
+      unsigned ntls = 0;
+      if (uct_md_query_tl_resources(md, &tls, &ntls) == UCS_OK) {
+        for (unsigned t = 0; t < ntls; ++t) out.push_back(std::string(tls[t].tl_name) + "/" + tls[t].dev_name);
+        uct_release_tl_resource_list(tls);
+      }
+      uct_md_close(md);
+    }
+  }
+  uct_release_component_list(components);
+  return out;
 }
 
 std::string version() {

@@ -28,7 +28,9 @@ class UcxTransport : public transport::Transport {
   virtual std::string describe() const = 0;
 };
 
-/// UCX's version string, and the transports UCX would use here (for seam_info).
+/// UCX's version string (for seam_info and logs).
 std::string version();
+/// The transports UCX finds on this machine, as "transport/device" (e.g. "tcp/eth0", "posix/memory").
+std::vector<std::string> available_transports();
 
 }  // namespace seam::ucx
