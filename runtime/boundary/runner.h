@@ -3,7 +3,9 @@
 // only switches on the plan's small enums: select the variant's path (an array index), run the
 // consumer step (§2.7) on the residual stream (prepare), publish the exit's flags for compute and
 // apply the same decision when compute is done (exit / finish, §2.5), return an already reduced
-// output to its handoff rows (postprocess), rebuild the stream on a pipeline receiver (from_pp).
+// output to its handoff rows (postprocess), capture the updated residual (§4.4), move a prepared
+// branch's input and merge its output (§4.6), rebuild the stream on a pipeline receiver (from_pp).
+// The guide's StageBoundary methods live here; StageBoundary itself stays the pure plan.
 #pragma once
 
 #include <functional>
