@@ -123,3 +123,17 @@ seam_add_sim_test(tp4_dp2_rs+rsv_AE_ucx NP 4 ENV SEAM_TRANSPORT=ucx ARGS --tp 4 
   EXPECT "DP gather \\(partial, completes ATTN_TP\\)")
 seam_add_sim_test(tp2_pp2_ar_AF_ucx NP 4 ENV SEAM_TRANSPORT=ucx ARGS --tp 2 --pp 2 --policy ar --pattern AF --layers 3 --tokens 5
   EXPECT "# pipeline stage 1")
+
+# Auxiliary capture (--capture): every attention prepare captures its updated residual, moved back
+# to its producer's rows (a DP gather of the residual under attention DP, an attention-TP gather
+# from slices, a CP gather on CP batches); each capture must equal the residual the reference reads.
+seam_add_sim_test(tp4_dp2_rs+rsv_AF_capture NP 4 ARGS --tp 4 --attn-dp 2 --policy rs+rsv --pattern AF --layers 2 --tokens 5,0 --capture
+  EXPECT "capture on")
+seam_add_sim_test(tp4_ar_MMF_capture_bf16 NP 4 ARGS --tp 4 --policy ar --pattern MMF --layers 2 --tokens 5 --capture --dtype bf16
+  EXPECT "capture on")
+seam_add_sim_test(tp2_ar_AF_dense_dp_capture NP 2 ARGS --tp 2 --dense-tp 1 --policy ar --pattern AF --layers 2 --tokens 5 --capture
+  EXPECT "capture on")
+seam_add_sim_test(tp4_cp2_rs_AF_capture NP 4 ARGS --tp 4 --attn-cp 2 --policy rs --pattern AF --layers 2 --tokens 7 --capture --no-fusion
+  EXPECT "capture on")
+seam_add_sim_test(tp2_dp2_pp2_rsv_AE_capture NP 4 ARGS --tp 2 --attn-dp 2 --pp 2 --policy rsv --pattern AE --layers 2 --tokens 3,4 --capture
+  EXPECT "capture on")

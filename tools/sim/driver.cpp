@@ -78,11 +78,13 @@ std::vector<std::unique_ptr<boundary::StageRunner>> bind_runners(SimStack& stack
 }
 
 ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::unique_ptr<boundary::StageRunner>>& runners,
-                          ProcessGroups& groups, boundary::rows::PipelineHandoff& handoff, residual::ForwardBatch& batch) {
+                          ProcessGroups& groups, boundary::rows::PipelineHandoff& handoff, residual::ForwardBatch& batch,
+                          bool capture) {
   auto runner = [&](int64_t i) -> boundary::StageRunner& { return *runners[static_cast<size_t>(i - stack.begin())]; };
   const Topology& topology = groups.topology();
   auto path = [&](int64_t i) -> const boundary::BoundPath& { return stack.stage(i).plan().path(batch.facts.variant()); };
 
+  ForwardOutput result;
   residual::OwnedTensor input;  // the embeddings, on the partition that starts the stack
   residual::LayerOutput h;
   if (stack.begin() == 0) {
@@ -102,7 +104,14 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::
     boundary::StageBoundary& stage = stack.stage(i);
     const char kind = model.kind(i);
     const boundary::ResolvedStage& resolved = path(i).stage;
-    Tensor in = runner(i).prepare(h, batch).values;
+    // A capture may borrow storage the boundary reuses: keep a copy.
+    auto keep_capture = [&](const Tensor& value, bool /*owned*/) {
+      result.captures.push_back({i, residual::OwnedTensor::clone(value),
+                                 token_ids(batch.facts, path(i).incoming.produced.layout, topology, groups.attn())});
+    };
+    const bool captures = capture && stage.kind() == boundary::StageKind::ATTENTION;
+    Tensor in = captures ? runner(i).prepare(h, batch, boundary::PrepareOptions{.capture_output = keep_capture}).values
+                         : runner(i).prepare(h, batch).values;
     if (gathers_input_itself(resolved)) {
       // Attention gathers its sliced input itself (as its QKV projection would).
       gathered.push_back(residual::OwnedTensor::zeros(in.dtype, in.rows * topology.attn_tp, in.cols));
@@ -125,7 +134,7 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::
     h = exit.finish(out);
   }
 
-  ForwardOutput result;
+
   if (!stack.terminal()) {
     // to_pp keeps a declared partial raw for the receiver (and completes anything else).
     const residual::Contribution* pending = residual::current(batch).pending();

@@ -18,7 +18,16 @@
 
 namespace seam::sim {
 
+/// What an attention prepare's capture_output recorded: the residual stage `stage` reads, on its
+/// producer's rows.
+struct CapturedResidual {
+  int64_t stage = 0;
+  residual::OwnedTensor value;
+  std::vector<int64_t> token_ids;
+};
+
 struct ForwardOutput {
+  std::vector<CapturedResidual> captures;  ///< with `capture`: one per attention stage
   bool has_output = false;         ///< only on the last pipeline stage
   std::vector<int64_t> token_ids;  ///< the global token of each output row (-1: padding)
   residual::OwnedTensor output;    ///< the final norm's output, this replica's rows
@@ -30,8 +39,9 @@ struct ForwardOutput {
 std::vector<std::unique_ptr<boundary::StageRunner>> bind_runners(SimStack& stack, boundary::rows::ProcessGroups& groups);
 
 /// Runs the partition on the batch `batch.facts` describes (this replica's embeddings as input).
+/// With `capture`, every attention stage's prepare also captures its updated residual (§4.4).
 ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::unique_ptr<boundary::StageRunner>>& runners,
                           boundary::rows::ProcessGroups& groups, boundary::rows::PipelineHandoff& handoff,
-                          residual::ForwardBatch& batch);
+                          residual::ForwardBatch& batch, bool capture = false);
 
 }  // namespace seam::sim

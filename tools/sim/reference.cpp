@@ -30,6 +30,7 @@ ReferenceOutput run_reference(const Model& model, int64_t tokens) {
   for (int64_t t = 0; t < tokens; ++t) model.embed(t, ref.residual, t);
   kernels::rms_norm(ref.residual, norm_of(model, 0), input);
   for (int64_t s = 0; s < model.stage_count(); ++s) {
+    ref.stage_residuals.push_back(residual::OwnedTensor::clone(ref.residual));
     model.compute(s, input, ids, Shard{}, out);
     // The next stage's input (or the final norm's output) from the updated residual.
     const Tensor& next = s + 1 < model.stage_count() ? input : ref.output;

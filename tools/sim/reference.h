@@ -3,6 +3,9 @@
 // (the reference FP32 order of kernels/norm), and the final norm.
 #pragma once
 
+#include <vector>
+
+#include "runtime/residual/owned_tensor.h"
 #include "tools/sim/model.h"
 
 namespace seam::sim {
@@ -12,6 +15,8 @@ struct ReferenceOutput {
   Buffer residual_storage;
   Tensor output;    ///< final norm output, one row per token (global token order)
   Tensor residual;  ///< the residual the final norm read
+  /// The residual each stage reads (stage 0: the embeddings), what an attention capture records.
+  std::vector<residual::OwnedTensor> stage_residuals;
 };
 
 /// Runs `model` on tokens 0 .. tokens-1.

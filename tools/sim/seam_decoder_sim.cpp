@@ -115,6 +115,12 @@ void print_traffic(const std::vector<double>& all, int world_size) {
 
 Comparison check(const ForwardOutput& out, const ReferenceOutput& ref, Tolerance tol) {
   Comparison c;
+  for (const CapturedResidual& captured : out.captures) {
+    Comparison k = compare_rows(captured.value.view, ref.stage_residuals[static_cast<size_t>(captured.stage)].view,
+                                captured.token_ids, tol);
+    if (!k.first_mismatch.empty()) k.first_mismatch = "capture at stage " + std::to_string(captured.stage) + " " + k.first_mismatch;
+    c.merge(k);
+  }
   if (!out.has_output) return c;
   c.merge(compare_rows(out.output.view, ref.output, out.token_ids, tol));
   Comparison r = compare_rows(out.residual.view, ref.residual, out.token_ids, tol);
@@ -137,11 +143,12 @@ int run(int argc, char** argv) {
     std::printf("# seam_decoder_sim: stages %s  %s  policy %s  tokens", model.config().stages.c_str(),
                 ctx.topology.describe().c_str(), std::string(boundary::policy_name(ctx.policy)).c_str());
     for (int64_t t : args.tokens) std::printf(" %lld", static_cast<long long>(t));
-    std::printf("  padding %s  %s batch  dtype %s  hidden %lld  fusion %s\n",
+    std::printf("  padding %s  %s batch  dtype %s  hidden %lld  fusion %s  capture %s\n",
                 args.padding_mode() == PaddingMode::MAX_LEN ? "MAX_LEN" : "SUM_LEN",
                 std::string(batch_variant_name(select_batch_variant(
                     {.input_scattered = args.input_scattered, .shards_over_cp = args.attn_cp > 1}))).c_str(),
-                args.dtype == DType::bf16 ? "bf16" : "fp32", static_cast<long long>(args.hidden), args.fusion ? "host" : "off");
+                args.dtype == DType::bf16 ? "bf16" : "fp32", static_cast<long long>(args.hidden), args.fusion ? "host" : "off",
+                args.capture ? "on" : "off");
     print_plan(model, ctx, args);
   }
 
@@ -155,7 +162,7 @@ int run(int argc, char** argv) {
   batch.facts = BatchFacts::make(args.tokens, groups.attn().dp, ctx.topology.attn_tp * ctx.topology.attn_cp,
                                  args.padding_mode(), variant);
   auto runners = bind_runners(stack, groups);
-  const ForwardOutput out = run_forward(model, stack, runners, groups, handoff, batch);
+  const ForwardOutput out = run_forward(model, stack, runners, groups, handoff, batch, args.capture);
 
   const int64_t total = std::accumulate(args.tokens.begin(), args.tokens.end(), int64_t{0});
   const ReferenceOutput ref = run_reference(model, total);
@@ -180,9 +187,10 @@ int run(int argc, char** argv) {
   if (lead) {
     if (!args.quiet) print_traffic(traffic, world->size());
     std::printf("# tolerance (%s): %s\n", args.dtype == DType::bf16 ? "bf16" : "fp32", tol.describe().c_str());
-    std::printf("seam_decoder_sim: %s — %.0f values checked (output and residual), %.0f mismatched, max abs error %.3g "
+    std::printf("seam_decoder_sim: %s — %.0f values checked (output, residual%s), %.0f mismatched, max abs error %.3g "
                 "(%.3g of its row's largest value)\n",
-                mismatched == 0 ? "PASS" : "FAIL", checked, mismatched, max_err, max_row_err);
+                mismatched == 0 ? "PASS" : "FAIL", checked, args.capture ? ", captures" : "", mismatched, max_err,
+                max_row_err);
   }
   return mismatched == 0 ? 0 : 1;
 }

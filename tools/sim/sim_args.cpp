@@ -15,7 +15,7 @@ void usage() {
       "usage: mpirun -n <tp*pp> seam_decoder_sim --pattern AF [--layers N] [--tp N] [--attn-dp N] [--attn-cp N]\n"
       "         [--pp N] [--moe-ep N] [--dense-tp 1] [--input-scattered] [--policy ar|rs|rsv|rs+rsv|auto]\n"
       "         [--tokens a,b,...] [--padding max|sum|auto] [--dtype fp32|bf16] [--hidden N] [--seed N]\n"
-      "         [--no-fusion] [--quiet]\n"
+      "         [--capture] [--no-fusion] [--quiet]\n"
       "  pattern letters: A attention, F dense FFN, E expert FFN, M single-stage mixer; the stack is the\n"
       "  pattern repeated --layers times. --tokens gives the real tokens of each attention-DP replica\n"
       "  (one entry per replica, 0 for an idle one). attn_tp = tp / (attn_dp * attn_cp).\n"
@@ -24,7 +24,9 @@ void usage() {
       "  --attn-cp N runs a context-parallel (DSA/MLA-style prefill CP) batch: each CP rank holds an equal\n"
       "  shard of the tokens (no attention DP).\n"
       "  --input-scattered runs INPUT_SCATTERED batches: the embedding is a TP partial (a vocab-parallel\n"
-      "  embedding), attention reads on attention-TP slices and gathers its input itself.");
+      "  embedding), attention reads on attention-TP slices and gathers its input itself.\n"
+      "  --capture makes every attention prepare capture its updated residual (on its producer's rows);\n"
+      "  each capture is checked against the residual the reference's stage reads.");
 }
 
 std::vector<int64_t> parse_list(const std::string& s) {
@@ -76,6 +78,7 @@ SimArgs parse_sim_args(int argc, char** argv) {
     else if (flag == "--seed") a.seed = std::stoull(value());
     else if (flag == "--no-fusion") a.fusion = false;
     else if (flag == "--input-scattered") a.input_scattered = true;
+    else if (flag == "--capture") a.capture = true;
     else if (flag == "--quiet") a.quiet = true;
     else if (flag == "--dtype") {
       const std::string d = value();
