@@ -44,7 +44,7 @@ ProcessGroups::ProcessGroups(const Topology& topology) : topology_(topology) {
   sizes_.fill(1);
 }
 
-std::shared_ptr<comm::Communicator> ProcessGroups::build(GroupKind kind, const std::vector<int>& tp_ranks) {
+void ProcessGroups::build(GroupKind kind, const std::vector<int>& tp_ranks) {
   const auto me = std::find(tp_ranks.begin(), tp_ranks.end(), tp_rank_);
   if (me == tp_ranks.end()) throw ValueError("rank layout error: rank not in its own " + std::string(group_kind_name(kind)) + " group");
   // The group's color is the world rank of its first member: groups of one kind are disjoint.
@@ -55,7 +55,6 @@ std::shared_ptr<comm::Communicator> ProcessGroups::build(GroupKind kind, const s
   sizes_[k] = static_cast<int>(tp_ranks.size());
   ranks_[k] = key;
   comms_[k] = sizes_[k] > 1 ? comm : nullptr;
-  return comm;
 }
 
 }  // namespace seam::boundary::rows

@@ -44,7 +44,7 @@ class ProcessGroups {
   const Traffic& traffic() const { return traffic_; }
 
  private:
-  std::shared_ptr<comm::Communicator> build(GroupKind kind, const std::vector<int>& tp_ranks);
+  void build(GroupKind kind, const std::vector<int>& tp_ranks);
 
   Topology topology_;
   int pp_rank_ = 0;
