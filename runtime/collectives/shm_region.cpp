@@ -1,5 +1,6 @@
 #include "runtime/collectives/shm_region.h"
 
+#include <sched.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -259,7 +260,17 @@ RegionLease::~RegionLease() {
   if (it != cache().regions.end() && it->second == region_) cache().regions.erase(it);
 }
 
-bool PublishedAwaiter::ready() { return blocking_peer() == -1; }
+bool PublishedAwaiter::ready() {
+  if (blocking_peer() == -1) return true;
+  // More local ranks than cores: the rank being waited for may need this core. Open MPI
+  // yields in its polling loop in the same situation.
+  static const int cores = [] {
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  }();
+  if (region->ranks() > cores) sched_yield();
+  return false;
+}
 
 int PublishedAwaiter::blocking_peer() const {
   for (int p = 0; p < region->ranks(); ++p)
