@@ -132,6 +132,7 @@ void dp_moves(ProcessGroups& g, const std::vector<int64_t>& tokens, PaddingMode 
     const int dp = owner(r, &lr);
     return value(t.tp_rank_of({dp, 0, 0}), lr, c);
   }, ("DP gather replicate " + tag).c_str());
+  local.expect([&](int64_t r, int64_t c) { return value(dp_base, r, c); }, ("DP gather replicate leaves its input " + tag).c_str());
 
   dp_scatter(f, global.t, local.t);
   local.expect([&](int64_t r, int64_t c) { return value(dp_base, r, c); }, ("DP scatter " + tag).c_str());

@@ -87,9 +87,17 @@ void dp_gather(ProcessGroups& groups, const BatchFacts& facts, const Tensor& loc
   const Topology& t = groups.topology();
   if (facts.padding() == PaddingMode::SUM_LEN || t.attn_cp > 1) return gather_through_all_reduce(groups, facts, local, global, mode);
   if (t.attn_tp == 1) return all_gather(groups, GroupKind::TP, local, global).wait();
-  if (mode == DpGatherMode::REPLICATE && groups.attn().tp != 0) zero(local);
-  const Tensor chunk = scratch.get(local.dtype, local.rows / t.attn_tp, local.cols);
-  attn_tp_reduce_scatter(groups, local, chunk).wait();
+  // One scratch holds the chunk and, when this rank contributes zeros, the zero rows.
+  const bool contributes_zeros = mode == DpGatherMode::REPLICATE && groups.attn().tp != 0;
+  const int64_t chunk_rows = local.rows / t.attn_tp;
+  const Tensor space = scratch.get(local.dtype, chunk_rows + (contributes_zeros ? local.rows : 0), local.cols);
+  const Tensor chunk = space.slice_rows(0, chunk_rows);
+  Tensor source = local;
+  if (contributes_zeros) {
+    source = space.slice_rows(chunk_rows, local.rows);
+    zero(source);
+  }
+  attn_tp_reduce_scatter(groups, source, chunk).wait();
   all_gather(groups, GroupKind::TP, chunk, global).wait();
 }
 

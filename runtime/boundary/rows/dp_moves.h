@@ -21,8 +21,9 @@ enum class DpGatherMode : uint8_t {
 
 /// global := every replica's local rows at its offset.
 ///  MAX_LEN, attn_tp == 1: TP all-gather of the local rows.
-///  MAX_LEN, attn_tp > 1: (REPLICATE: attention-TP ranks other than 0 zero `local` in place, as the
-///    reference does) attention-TP reduce-scatter of the local rows onto chunk attn_tp_rank, then TP
+///  MAX_LEN, attn_tp > 1: attention-TP reduce-scatter of the local rows onto chunk attn_tp_rank (in
+///    REPLICATE mode attention-TP ranks other than 0 contribute zeros, so rank 0's copy is placed;
+///    the reference zeroes their local tensor in place, Seam leaves `local` untouched), then TP
 ///    all-gather of the chunks (TP rank order is DP-major, attention-TP inner).
 ///  SUM_LEN, and always under attention CP: zero `global`, writers copy their rows at their offset
 ///    (PARTIAL: every attention-TP rank; REPLICATE: attention-TP rank 0; CP rank 0 only), TP all-reduce.
