@@ -76,6 +76,10 @@ Pieces cut(const std::vector<size_t>& counts, uint64_t rounds) {
 // in one-round operations only those that have waited for longer than half their spin. The
 // rung ranks collect their ring before the operation ends.
 constexpr uint32_t kDoorbellStep = 0xFFF01;
+// A ring's byte means nothing; it is sent from and received into static storage, so a ring
+// still in flight when an operation fails never touches a destroyed frame.
+const char kRingToken = 0;
+char ring_sink = 0;
 
 class Doorbells {
  public:
@@ -85,13 +89,13 @@ class Doorbells {
   void ring(uint64_t wake) {
     for (int p = 0; p < g_.size() && wake; ++p)
       if (wake >> p & 1 || p >= 64)
-        sends_.push_back(g_.isend(p, kDoorbellStep, &token_, 1));
+        sends_.push_back(g_.isend(p, kDoorbellStep, &kRingToken, 1));
   }
   /// After every rank published: expect the last one's ring if it rang this rank.
   void expect(const ShmRegion& region, uint64_t round, bool results) {
     if (region.woken(g_.rank(), round, results))
       receives_.push_back(post_receive(g_, region.last_to_publish(round, results), kDoorbellStep,
-                                       &incoming_, 1));
+                                       &ring_sink, 1));
   }
   bool idle() const { return sends_.empty() && receives_.empty(); }
   comm::Task drain() {
@@ -102,7 +106,6 @@ class Doorbells {
  private:
   Group& g_;
   bool wake_all_;
-  char token_ = 0, incoming_ = 0;
   std::vector<transport::RequestPtr> sends_;
   std::vector<ExpectedReceive> receives_;
 };

@@ -1,0 +1,65 @@
+// Integration check under mpirun: ranks that call all-reduce with different counts (and, where
+// the shared-memory schedules carry them in their call signature, different dtypes or ops) all
+// get a MismatchError, and the communicator stays usable afterwards.
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include "layouts/errors.h"
+#include "runtime/comm/communicator.h"
+
+namespace {
+
+using seam::DType;
+using seam::ReduceOp;
+
+/// Rank 0 calls with (count0, dtype0, op0), the others with (count, dtype, op). Returns true
+/// when this rank got a MismatchError.
+bool mismatch_detected(seam::comm::Communicator& comm, size_t count0, size_t count, DType dtype0,
+                       DType dtype, ReduceOp op0, ReduceOp op, const char* what) {
+  const bool first = comm.rank() == 0;
+  std::vector<double> buffer(200, 1.0);
+  try {
+    comm.all_reduce(buffer.data(), buffer.data(), first ? count0 : count, first ? dtype0 : dtype,
+                    first ? op0 : op)
+        .wait();
+    std::fprintf(stderr, "rank %d: %s: no error\n", comm.rank(), what);
+  } catch (const seam::MismatchError&) {
+    return true;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: %s: %s instead of a MismatchError\n", comm.rank(), what, e.what());
+  }
+  return false;
+}
+
+}  // namespace
+
+int main() {
+  try {
+    auto comm = seam::comm::Communicator::create_world();
+    int ok = 1;
+    if (comm->size() > 1) {
+      ok &= mismatch_detected(*comm, 100, 120, DType::f32, DType::f32, ReduceOp::sum, ReduceOp::sum,
+                              "count 100 vs 120");
+      if (comm->transport_name() == "shm") {
+        ok &= mismatch_detected(*comm, 64, 64, DType::f32, DType::i32, ReduceOp::sum,
+                                ReduceOp::sum, "float vs int32");
+        ok &= mismatch_detected(*comm, 64, 64, DType::f32, DType::f32, ReduceOp::sum,
+                                ReduceOp::max, "sum vs max");
+      }
+      // Still usable: a matching call gives the right sum.
+      double one = 1.0;
+      comm->all_reduce(&one, &one, 1, DType::f64, ReduceOp::sum).wait();
+      ok &= one == comm->size();
+    }
+    int all = ok;
+    comm->all_reduce(&all, &all, 1, DType::i32, ReduceOp::min).wait();
+    if (comm->rank() == 0)
+      std::printf("mismatch_check: %d ranks, transport %s: %s\n", comm->size(),
+                  comm->transport_name().c_str(), all ? "OK" : "FAILED");
+    return all ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mismatch_check: %s\n", e.what());
+    return 1;
+  }
+}
