@@ -137,3 +137,12 @@ seam_add_sim_test(tp4_cp2_rs_AF_capture NP 4 ARGS --tp 4 --attn-cp 2 --policy rs
   EXPECT "capture on")
 seam_add_sim_test(tp2_dp2_pp2_rsv_AE_capture NP 4 ARGS --tp 2 --attn-dp 2 --pp 2 --policy rsv --pattern AE --layers 2 --tokens 3,4 --capture
   EXPECT "capture on")
+
+# Two-batch overlap (--microbatches 2): each microbatch on its own stream, stages interleaved on the
+# same stage runners, merged before the final norm / the pipeline send.
+seam_add_sim_test(tp2_ar_AF_tbo NP 2 ARGS --tp 2 --policy ar --pattern AF --layers 2 --tokens 5 --microbatches 2
+  EXPECT "microbatches 2")
+seam_add_sim_test(tp4_rs_AE_tbo_capture NP 4 ARGS --tp 4 --policy rs --pattern AE --layers 2 --tokens 9 --microbatches 2 --capture
+  EXPECT "microbatches 2")
+seam_add_sim_test(tp2_pp2_rs+rsv_MMF_tbo_bf16 NP 4 ARGS --tp 2 --pp 2 --policy rs+rsv --pattern MMF --layers 2 --tokens 7 --microbatches 2 --dtype bf16
+  EXPECT "microbatches 2")

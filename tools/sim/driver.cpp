@@ -1,5 +1,7 @@
 #include "tools/sim/driver.h"
 
+#include <algorithm>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -10,6 +12,7 @@
 #include "runtime/boundary/rows/tp_moves.h"
 #include "runtime/residual/add_norm.h"
 #include "runtime/residual/batch.h"
+#include "runtime/residual/microbatch.h"
 #include "tools/sim/token_rows.h"
 
 namespace seam::sim {
@@ -77,76 +80,149 @@ std::vector<std::unique_ptr<boundary::StageRunner>> bind_runners(SimStack& stack
   return runners;
 }
 
-ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::unique_ptr<boundary::StageRunner>>& runners,
-                          ProcessGroups& groups, boundary::rows::PipelineHandoff& handoff, residual::ForwardBatch& batch,
-                          bool capture) {
-  auto runner = [&](int64_t i) -> boundary::StageRunner& { return *runners[static_cast<size_t>(i - stack.begin())]; };
-  const Topology& topology = groups.topology();
-  auto path = [&](int64_t i) -> const boundary::BoundPath& { return stack.stage(i).plan().path(batch.facts.variant()); };
+namespace {
 
-  ForwardOutput result;
-  residual::OwnedTensor input;  // the embeddings, on the partition that starts the stack
+// One microbatch's place in the stack: its batch, the value its next boundary takes, and the global
+// id of its first token (its batch facts count tokens from zero).
+struct Lane {
+  residual::ForwardBatch* batch;
   residual::LayerOutput h;
-  if (stack.begin() == 0) {
-    const auto ids = token_ids(batch.facts, path(0).incoming.produced.layout, topology, groups.attn());
-    input = embeddings(model, batch.facts, ids, topology.tp);
-    residual::start(batch);
-    h = residual::LayerOutput(input.view);
-  } else {
-    h = runner(stack.begin()).from_pp(handoff.receive(), batch, residual::add_update());
+  int64_t token_base = 0;
+};
+
+// Runs stages on lanes; owns the storage each stage's output (and a self-gathered input) lives in
+// until the next boundary has consumed it — the whole forward.
+class StackRun {
+ public:
+  StackRun(const Model& model, SimStack& stack, std::vector<std::unique_ptr<boundary::StageRunner>>& runners,
+           ProcessGroups& groups, bool capture, ForwardOutput& result)
+      : model_(model), stack_(stack), runners_(runners), groups_(groups), capture_(capture), result_(result) {}
+
+  const boundary::BoundPath& path(int64_t i, const Lane& lane) const {
+    return stack_.stage(i).plan().path(lane.batch->facts.variant());
+  }
+  std::vector<int64_t> ids(const Lane& lane, Layout layout) const {
+    std::vector<int64_t> ids = token_ids(lane.batch->facts, layout, groups_.topology(), groups_.attn());
+    for (int64_t& id : ids)
+      if (id >= 0) id += lane.token_base;
+    return ids;
   }
 
-  // Each stage's output storage lives until the next boundary has consumed it (the whole forward).
-  std::vector<residual::OwnedTensor> outputs, gathered;
-  outputs.reserve(static_cast<size_t>(stack.end() - stack.begin()));
-  gathered.reserve(static_cast<size_t>(stack.end() - stack.begin()));
-  for (int64_t i = stack.begin(); i < stack.end(); ++i) {
-    boundary::StageBoundary& stage = stack.stage(i);
-    const char kind = model.kind(i);
-    const boundary::ResolvedStage& resolved = path(i).stage;
+  /// prepare -> compute -> finish (PARTIAL attention) or exit scope -> compute -> finish.
+  void stage(int64_t i, Lane& lane) {
+    boundary::StageRunner& runner = *runners_[static_cast<size_t>(i - stack_.begin())];
+    residual::ForwardBatch& batch = *lane.batch;
+    const boundary::ResolvedStage& resolved = path(i, lane).stage;
     // A capture may borrow storage the boundary reuses: keep a copy.
     auto keep_capture = [&](const Tensor& value, bool /*owned*/) {
-      result.captures.push_back({i, residual::OwnedTensor::clone(value),
-                                 token_ids(batch.facts, path(i).incoming.produced.layout, topology, groups.attn())});
+      result_.captures.push_back({i, residual::OwnedTensor::clone(value), ids(lane, path(i, lane).incoming.produced.layout)});
     };
-    const bool captures = capture && stage.kind() == boundary::StageKind::ATTENTION;
-    Tensor in = captures ? runner(i).prepare(h, batch, boundary::PrepareOptions{.capture_output = keep_capture}).values
-                         : runner(i).prepare(h, batch).values;
+    const bool captures = capture_ && stack_.stage(i).kind() == boundary::StageKind::ATTENTION;
+    Tensor in = captures ? runner.prepare(lane.h, batch, boundary::PrepareOptions{.capture_output = keep_capture}).values
+                         : runner.prepare(lane.h, batch).values;
     if (gathers_input_itself(resolved)) {
       // Attention gathers its sliced input itself (as its QKV projection would).
-      gathered.push_back(residual::OwnedTensor::zeros(in.dtype, in.rows * topology.attn_tp, in.cols));
-      boundary::rows::attn_tp_gather(groups, in, gathered.back().view).wait();
-      in = gathered.back().view;
+      const Tensor full = keep(residual::OwnedTensor::zeros(in.dtype, in.rows * groups_.topology().attn_tp, in.cols));
+      boundary::rows::attn_tp_gather(groups_, in, full).wait();
+      in = full;
     }
-    const Share share = share_of(kind, groups);
-    const std::vector<int64_t> ids = token_ids(batch.facts, resolved.input.layout, topology, groups.attn());
-    outputs.push_back(residual::OwnedTensor::zeros(in.dtype, in.rows, in.cols));
-    const Tensor out = outputs.back().view;
-    if (stage.plan().finishes_directly()) {
-      model.compute(i, in, ids, share.shard, out);
-      h = runner(i).finish(out, batch);
-      continue;
+    const Share share = share_of(model_.kind(i), groups_);
+    const std::vector<int64_t> token_ids = ids(lane, resolved.input.layout);
+    const Tensor out = keep(residual::OwnedTensor::zeros(in.dtype, in.rows, in.cols));
+    if (stack_.stage(i).plan().finishes_directly()) {
+      model_.compute(i, in, token_ids, share.shard, out);
+      lane.h = runner.finish(out, batch);
+      return;
     }
-    auto exit = runner(i).exit(batch);
-    model.compute(i, in, ids, share.shard, out);
+    auto exit = runner.exit(batch);
+    model_.compute(i, in, token_ids, share.shard, out);
     // Compute completes its own sum unless the exit told it the boundary completes or carries it.
-    if (share.group && !exit.flags().compute_skips_sum()) boundary::rows::all_reduce(groups, *share.group, out).wait();
-    h = exit.finish(out);
+    if (share.group && !exit.flags().compute_skips_sum()) boundary::rows::all_reduce(groups_, *share.group, out).wait();
+    lane.h = exit.finish(out);
   }
 
+ private:
+  Tensor keep(residual::OwnedTensor t) {
+    storage_.push_back(std::move(t));
+    return storage_.back().view;
+  }
+
+  const Model& model_;
+  SimStack& stack_;
+  std::vector<std::unique_ptr<boundary::StageRunner>>& runners_;
+  ProcessGroups& groups_;
+  bool capture_;
+  ForwardOutput& result_;
+  std::deque<residual::OwnedTensor> storage_;  ///< a deque: views stay valid as it grows
+};
+
+// The microbatches' token rows: the first takes half the rows (a multiple of attn_tp), the second the rest.
+std::vector<residual::ForwardBatch> split_facts(const BatchFacts& facts, int attn_tp, std::vector<int64_t>& rows,
+                                                std::vector<int64_t>& first_tokens) {
+  const int64_t total_rows = facts.local_rows(), tokens = facts.tokens(0);
+  const int64_t first_rows = (total_rows / 2 + attn_tp - 1) / attn_tp * attn_tp;
+  rows = {first_rows, total_rows - first_rows};
+  const int64_t first_count = std::min(tokens, first_rows);
+  first_tokens = {0, first_count};
+  std::vector<residual::ForwardBatch> children(2);
+  const int64_t counts[2] = {first_count, tokens - first_count};
+  for (int m = 0; m < 2; ++m)
+    children[static_cast<size_t>(m)].facts =
+        BatchFacts::make(std::vector<int64_t>{counts[m]}, 0, attn_tp, facts.padding(), facts.variant());
+  return children;
+}
+
+}  // namespace
+
+ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::unique_ptr<boundary::StageRunner>>& runners,
+                          ProcessGroups& groups, boundary::rows::PipelineHandoff& handoff, residual::ForwardBatch& batch,
+                          const ForwardOptions& options) {
+  const Topology& topology = groups.topology();
+  ForwardOutput result;
+  StackRun run(model, stack, runners, groups, options.capture, result);
+  Lane whole{&batch, {}, 0};
+
+  residual::OwnedTensor input;  // the embeddings, on the partition that starts the stack
+  if (stack.begin() == 0) {
+    input = embeddings(model, batch.facts, run.ids(whole, run.path(0, whole).incoming.produced.layout), topology.tp);
+    residual::start(batch);
+    whole.h = residual::LayerOutput(input.view);
+  } else {
+    whole.h = runners.front()->from_pp(handoff.receive(), batch, residual::add_update());
+  }
+
+  // Two-batch overlap (§4.5): each microbatch on its own stream, stages interleaved, merged at the end.
+  residual::OwnedTensor merged_hidden, merged_residual;
+  if (options.microbatches == 1) {
+    for (int64_t i = stack.begin(); i < stack.end(); ++i) run.stage(i, whole);
+  } else {
+    std::vector<int64_t> rows, first_tokens;
+    std::vector<residual::ForwardBatch> children = split_facts(batch.facts, topology.attn_tp, rows, first_tokens);
+    residual::ForwardBatch* child_ptrs[2] = {&children[0], &children[1]};
+    residual::LayerOutput outputs[2];
+    residual::split_microbatches(batch, whole.h, rows, child_ptrs, outputs);
+    Lane lanes[2] = {{child_ptrs[0], std::move(outputs[0]), first_tokens[0]},
+                     {child_ptrs[1], std::move(outputs[1]), first_tokens[1]}};
+    for (int64_t i = stack.begin(); i < stack.end(); ++i)
+      for (Lane& lane : lanes) run.stage(i, lane);
+    merged_hidden = residual::OwnedTensor::zeros(model.config().dtype, batch.facts.local_rows(), model.config().hidden);
+    merged_residual = residual::OwnedTensor::zeros(model.config().dtype, batch.facts.local_rows(), model.config().hidden);
+    const residual::LayerOutput last[2] = {std::move(lanes[0].h), std::move(lanes[1].h)};
+    whole.h = residual::merge_microbatches(batch, child_ptrs, last, merged_hidden.view, merged_residual.view);
+  }
 
   if (!stack.terminal()) {
     // to_pp keeps a declared partial raw for the receiver (and completes anything else).
     const residual::Contribution* pending = residual::current(batch).pending();
     const bool declared_partial = pending && pending->owed == residual::Owed::declared_sum;
-    const residual::PpTensors pp = residual::to_pp(h, batch);
+    const residual::PpTensors pp = residual::to_pp(whole.h, batch);
     handoff.send({pp.hidden_states, pp.residual, pp.has_residual, declared_partial});
     return result;
   }
   auto keep_residual = [&](const Tensor& value, bool /*owned*/) { result.residual = residual::OwnedTensor::clone(value); };
-  const Tensor normed = residual::norm(h, batch, stack.final_norm(), {.capture = keep_residual});
+  const Tensor normed = residual::norm(whole.h, batch, stack.final_norm(), {.capture = keep_residual});
   result.output = residual::OwnedTensor::clone(normed);
-  result.token_ids = token_ids(batch.facts, path(stack.end() - 1).stage.handed_on, topology, groups.attn());
+  result.token_ids = run.ids(whole, run.path(stack.end() - 1, whole).stage.handed_on);
   result.has_output = true;
   return result;
 }

@@ -1,8 +1,9 @@
 // One forward of a rank's partition, driven exactly as an engine drives its layers: start the
 // residual stream (or rebuild it from the previous pipeline stage with from_pp), then per stage
 // prepare -> compute -> finish (PARTIAL attention) or exit scope -> compute -> finish, and at the
-// end the final norm (last stage) or to_pp + the pipeline send. Compute completes its own output
-// sum only when the exit's flags do not tell it to skip.
+// end the final norm (last stage) or to_pp + the pipeline send; with two microbatches, split after
+// the partition's input, run them interleaved stage by stage on their own streams, and merge before
+// the end. Compute completes its own output sum only when the exit's flags do not tell it to skip.
 #pragma once
 
 #include <memory>
@@ -38,10 +39,14 @@ struct ForwardOutput {
 /// operations (ADD; NORM_READ or NORM_QUANT_READ as declared).
 std::vector<std::unique_ptr<boundary::StageRunner>> bind_runners(SimStack& stack, boundary::rows::ProcessGroups& groups);
 
+struct ForwardOptions {
+  bool capture = false;  ///< every attention stage's prepare also captures its updated residual (§4.4)
+  int microbatches = 1;  ///< 2: two-batch overlap — split after the partition's input, interleave, merge
+};
+
 /// Runs the partition on the batch `batch.facts` describes (this replica's embeddings as input).
-/// With `capture`, every attention stage's prepare also captures its updated residual (§4.4).
 ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::unique_ptr<boundary::StageRunner>>& runners,
                           boundary::rows::ProcessGroups& groups, boundary::rows::PipelineHandoff& handoff,
-                          residual::ForwardBatch& batch, bool capture = false);
+                          residual::ForwardBatch& batch, const ForwardOptions& options = {});
 
 }  // namespace seam::sim

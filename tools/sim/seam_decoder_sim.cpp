@@ -143,10 +143,11 @@ int run(int argc, char** argv) {
     std::printf("# seam_decoder_sim: stages %s  %s  policy %s  tokens", model.config().stages.c_str(),
                 ctx.topology.describe().c_str(), std::string(boundary::policy_name(ctx.policy)).c_str());
     for (int64_t t : args.tokens) std::printf(" %lld", static_cast<long long>(t));
-    std::printf("  padding %s  %s batch  dtype %s  hidden %lld  fusion %s  capture %s\n",
+    std::printf("  padding %s  %s batch  microbatches %d  dtype %s  hidden %lld  fusion %s  capture %s\n",
                 args.padding_mode() == PaddingMode::MAX_LEN ? "MAX_LEN" : "SUM_LEN",
                 std::string(batch_variant_name(select_batch_variant(
                     {.input_scattered = args.input_scattered, .shards_over_cp = args.attn_cp > 1}))).c_str(),
+                args.microbatches,
                 args.dtype == DType::bf16 ? "bf16" : "fp32", static_cast<long long>(args.hidden), args.fusion ? "host" : "off",
                 args.capture ? "on" : "off");
     print_plan(model, ctx, args);
@@ -162,7 +163,8 @@ int run(int argc, char** argv) {
   batch.facts = BatchFacts::make(args.tokens, groups.attn().dp, ctx.topology.attn_tp * ctx.topology.attn_cp,
                                  args.padding_mode(), variant);
   auto runners = bind_runners(stack, groups);
-  const ForwardOutput out = run_forward(model, stack, runners, groups, handoff, batch, args.capture);
+  const ForwardOutput out =
+      run_forward(model, stack, runners, groups, handoff, batch, {.capture = args.capture, .microbatches = args.microbatches});
 
   const int64_t total = std::accumulate(args.tokens.begin(), args.tokens.end(), int64_t{0});
   const ReferenceOutput ref = run_reference(model, total);

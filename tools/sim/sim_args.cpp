@@ -15,7 +15,7 @@ void usage() {
       "usage: mpirun -n <tp*pp> seam_decoder_sim --pattern AF [--layers N] [--tp N] [--attn-dp N] [--attn-cp N]\n"
       "         [--pp N] [--moe-ep N] [--dense-tp 1] [--input-scattered] [--policy ar|rs|rsv|rs+rsv|auto]\n"
       "         [--tokens a,b,...] [--padding max|sum|auto] [--dtype fp32|bf16] [--hidden N] [--seed N]\n"
-      "         [--capture] [--no-fusion] [--quiet]\n"
+      "         [--capture] [--microbatches 2] [--no-fusion] [--quiet]\n"
       "  pattern letters: A attention, F dense FFN, E expert FFN, M single-stage mixer; the stack is the\n"
       "  pattern repeated --layers times. --tokens gives the real tokens of each attention-DP replica\n"
       "  (one entry per replica, 0 for an idle one). attn_tp = tp / (attn_dp * attn_cp).\n"
@@ -26,7 +26,9 @@ void usage() {
       "  --input-scattered runs INPUT_SCATTERED batches: the embedding is a TP partial (a vocab-parallel\n"
       "  embedding), attention reads on attention-TP slices and gathers its input itself.\n"
       "  --capture makes every attention prepare capture its updated residual (on its producer's rows);\n"
-      "  each capture is checked against the residual the reference's stage reads.");
+      "  each capture is checked against the residual the reference's stage reads.\n"
+      "  --microbatches 2 runs two-batch overlap: each partition splits its input into two microbatches\n"
+      "  with their own streams, interleaves them stage by stage and merges them before the norm / send.");
 }
 
 std::vector<int64_t> parse_list(const std::string& s) {
@@ -79,6 +81,7 @@ SimArgs parse_sim_args(int argc, char** argv) {
     else if (flag == "--no-fusion") a.fusion = false;
     else if (flag == "--input-scattered") a.input_scattered = true;
     else if (flag == "--capture") a.capture = true;
+    else if (flag == "--microbatches") a.microbatches = std::stoi(value());
     else if (flag == "--quiet") a.quiet = true;
     else if (flag == "--dtype") {
       const std::string d = value();
@@ -95,6 +98,9 @@ SimArgs parse_sim_args(int argc, char** argv) {
   if (a.tp < 1 || a.attn_dp < 1 || a.attn_cp < 1 || a.tp % (a.attn_dp * a.attn_cp) != 0)
     throw ValueError("--attn-dp * --attn-cp must divide --tp");
   if (a.moe_ep < 0 || (a.moe_ep > 0 && a.tp % a.moe_ep != 0)) throw ValueError("--moe-ep must divide --tp");
+  if (a.microbatches != 1 && (a.microbatches != 2 || a.attn_dp > 1 || a.attn_cp > 1 || a.dense_tp == 1 ||
+                              a.input_scattered))
+    throw ValueError("--microbatches 2 runs ordinary batches without attention DP or CP, and with TP dense FFNs");
   if (a.attn_cp > 1 && (a.attn_dp > 1 || a.input_scattered))
     throw ValueError("--attn-cp runs without attention DP and without --input-scattered");
   if (static_cast<int>(a.tokens.size()) != a.attn_dp)
