@@ -1,6 +1,10 @@
 // The collective algorithms' entry points. Each returns a Task (a non-blocking schedule) that
 // the communicator drives; the algorithm is chosen by size and SEAM_ALGO / thresholds, and
 // logged at debug level with the transport path.
+//
+// In-place calls follow NCCL's conventions: all_reduce has send == recv; reduce_scatter(v) has
+// recv == send + the offset of this rank's block; all_gather(v) has send == recv + the offset of
+// this rank's block; broadcast is always in place.
 #pragma once
 
 #include <cstddef>

@@ -131,8 +131,8 @@ struct SubTaskAwaiter : AwaiterBase<SubTaskAwaiter> {
 
 }  // namespace detail
 
-/// `co_await all_of({send, recv})`: resumes when every request finished; throws CommError if one
-/// failed.
+/// `co_await all_of(std::move(requests))`: resumes when every request finished; throws CommError
+/// if one failed. (GCC 12 rejects a braced list directly inside `co_await`: build the vector first.)
 inline detail::RequestsAwaiter all_of(std::vector<transport::RequestPtr> reqs) {
   detail::RequestsAwaiter a;
   a.reqs = std::move(reqs);
