@@ -156,20 +156,24 @@ class StackRun {
   std::deque<residual::OwnedTensor> storage_;  ///< a deque: views stay valid as it grows
 };
 
-// The microbatches' token rows: the first takes half the rows (a multiple of attn_tp), the second the rest.
-std::vector<residual::ForwardBatch> split_facts(const BatchFacts& facts, int attn_tp, std::vector<int64_t>& rows,
-                                                std::vector<int64_t>& first_tokens) {
+// The two microbatches of a batch: the first takes half the rows (a multiple of attn_tp), the second
+// the rest; each has its own batch facts, counting its tokens from zero.
+struct MicrobatchSplit {
+  residual::ForwardBatch batches[2];
+  int64_t rows[2];
+  int64_t first_token[2];
+};
+void split_batch(const BatchFacts& facts, int attn_tp, MicrobatchSplit& split) {
   const int64_t total_rows = facts.local_rows(), tokens = facts.tokens(0);
   const int64_t first_rows = (total_rows / 2 + attn_tp - 1) / attn_tp * attn_tp;
-  rows = {first_rows, total_rows - first_rows};
   const int64_t first_count = std::min(tokens, first_rows);
-  first_tokens = {0, first_count};
-  std::vector<residual::ForwardBatch> children(2);
   const int64_t counts[2] = {first_count, tokens - first_count};
   for (int m = 0; m < 2; ++m)
-    children[static_cast<size_t>(m)].facts =
-        BatchFacts::make(std::vector<int64_t>{counts[m]}, 0, attn_tp, facts.padding(), facts.variant());
-  return children;
+    split.batches[m].facts = BatchFacts::make(std::vector<int64_t>{counts[m]}, 0, attn_tp, facts.padding(), facts.variant());
+  split.rows[0] = first_rows;
+  split.rows[1] = total_rows - first_rows;
+  split.first_token[0] = 0;
+  split.first_token[1] = first_count;
 }
 
 }  // namespace
@@ -196,13 +200,13 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::
   if (options.microbatches == 1) {
     for (int64_t i = stack.begin(); i < stack.end(); ++i) run.stage(i, whole);
   } else {
-    std::vector<int64_t> rows, first_tokens;
-    std::vector<residual::ForwardBatch> children = split_facts(batch.facts, topology.attn_tp, rows, first_tokens);
-    residual::ForwardBatch* child_ptrs[2] = {&children[0], &children[1]};
+    MicrobatchSplit split;
+    split_batch(batch.facts, topology.attn_tp, split);
+    residual::ForwardBatch* child_ptrs[2] = {&split.batches[0], &split.batches[1]};
     residual::LayerOutput outputs[2];
-    residual::split_microbatches(batch, whole.h, rows, child_ptrs, outputs);
-    Lane lanes[2] = {{child_ptrs[0], std::move(outputs[0]), first_tokens[0]},
-                     {child_ptrs[1], std::move(outputs[1]), first_tokens[1]}};
+    residual::split_microbatches(batch, whole.h, split.rows, child_ptrs, outputs);
+    Lane lanes[2] = {{child_ptrs[0], std::move(outputs[0]), split.first_token[0]},
+                     {child_ptrs[1], std::move(outputs[1]), split.first_token[1]}};
     for (int64_t i = stack.begin(); i < stack.end(); ++i)
       for (Lane& lane : lanes) run.stage(i, lane);
     merged_hidden = residual::OwnedTensor::zeros(model.config().dtype, batch.facts.local_rows(), model.config().hidden);
