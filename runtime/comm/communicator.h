@@ -1,7 +1,11 @@
 // Communicator: a group of ranks and its collectives on host (and, with CUDA, device) memory.
 // Created from the environment (under mpirun, or from a TCP store for engines that start their
 // own ranks); sub-groups by rank list or split(color, key). Every collective is non-blocking
-// and returns a Work; `.wait()` makes it blocking.
+// and returns a Work; `.wait()` makes it blocking. Every rank must issue the collectives of one
+// communicator in the same order, from one thread at a time. In-place calls follow NCCL:
+// all_reduce send == recv; reduce_scatter(v) recv == send + this rank's block offset;
+// all_gather(v) send == recv + this rank's block offset. After a CommError or TimeoutError the
+// communicator is aborted: later calls fail at once.
 #pragma once
 
 #include <cstddef>
@@ -32,11 +36,13 @@ class Communicator {
   static std::shared_ptr<Communicator> create_world(const BootstrapOptions& options = {});
 
   ~Communicator();
+  /// This process's rank in the communicator, and the number of ranks.
   int rank() const;
   int size() const;
   /// World rank of this communicator's rank r.
   int world_rank(int r) const;
-  /// Transport in use between this rank and its peers ("shm" or "ucx").
+  /// Transport in use between this rank and its peers ("shm", "ucx", or "shm+ucx" when a job
+  /// spans hosts).
   std::string transport_name() const;
 
   /// Sub-group of the given ranks (of this communicator, in that order); collective over the
@@ -46,17 +52,22 @@ class Communicator {
   /// Collective over all ranks. A negative color returns nullptr.
   std::shared_ptr<Communicator> split(int color, int key);
 
+  /// recv[i] = op over ranks of send[i], i < count (bf16/f16 accumulated in FP32).
   Work all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op);
+  /// recv (recv_count elements) = this rank's block of the reduction of send (size * recv_count).
   Work reduce_scatter(const void* send, void* recv, size_t recv_count, DType dtype, ReduceOp op);
   /// counts[r] elements land on rank r (zero allowed); send holds sum(counts).
   Work reduce_scatterv(const void* send, void* recv, std::span<const size_t> counts, DType dtype,
                        ReduceOp op);
+  /// recv (size * send_count) = every rank's send, in rank order.
   Work all_gather(const void* send, void* recv, size_t send_count, DType dtype);
   /// Rank r contributes counts[r] elements; recv holds sum(counts) in rank order.
   Work all_gatherv(const void* send, void* recv, std::span<const size_t> counts, DType dtype);
+  /// buffer on every rank = root's buffer.
   Work broadcast(void* buffer, size_t count, DType dtype, int root);
   /// Rank r receives counts[r] elements of root's send, in rank order.
   Work scatterv(const void* send, void* recv, std::span<const size_t> counts, DType dtype, int root);
+  /// Completes once every rank has entered.
   Work barrier();
   /// Point-to-point (pipeline handoff): bytes to/from rank `peer` of this communicator.
   Work send(const void* data, size_t bytes, int peer, uint32_t tag = 0);
