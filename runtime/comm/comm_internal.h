@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "layouts/config.h"
+#include "layouts/errors.h"
 #include "runtime/collectives/group.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/task.h"
@@ -115,13 +116,24 @@ class OpGroup final : public collectives::Group {
 class WorkState {
  public:
   enum class Status : uint8_t { pending, done, failed };
-  WorkState(std::shared_ptr<Engine> engine, std::string op, uint32_t ctx, uint32_t seq, int comm_rank,
+  WorkState(std::shared_ptr<Engine> engine, const char* op, uint32_t ctx, uint32_t seq, int comm_rank,
             int comm_size, OpGroup group)
-      : engine(std::move(engine)), op(std::move(op)), ctx(ctx), seq(seq), comm_rank(comm_rank),
-        comm_size(comm_size), group(std::move(group)) {}
+      : engine(std::move(engine)), op(op), ctx(ctx), seq(seq), comm_rank(comm_rank), comm_size(comm_size),
+        group(std::move(group)) {}
+
+  /// Runs the operation as far as it goes; true once complete. Throws as Task::step does.
+  bool step() {
+    if (task.valid()) return task.step();
+    if (request->failed()) throw CommError(request->error(), request->peer());
+    return request->finished();
+  }
+  int blocking_peer() const {
+    if (task.valid()) return task.blocking_peer();
+    return request && !request->finished() ? request->peer() : -1;
+  }
 
   std::shared_ptr<Engine> engine;
-  std::string op;
+  const char* op;  // a string literal
   uint32_t ctx, seq;
   int comm_rank, comm_size;
   Status status = Status::pending;
@@ -131,7 +143,8 @@ class WorkState {
   // The task refers to these: they are declared before it so they outlive it.
   OpGroup group;
   std::vector<size_t> counts;
-  std::string scratch;  // internal exchanges keep their bytes here
+  /// Point-to-point operations are one request, no Task (no coroutine frame per message).
+  transport::RequestPtr request;
   Task task;
 };
 

@@ -16,6 +16,7 @@
 #include "runtime/comm/comm_internal.h"
 #include "runtime/comm/composite_transport.h"
 #include "runtime/comm/shm_access.h"
+#include "transports/shm/pool_allocator.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/ucx/ucx_transport.h"
 
@@ -91,14 +92,6 @@ Task exchange_task(collectives::Group& g, const std::vector<int>& sub, size_t po
   }
 }
 
-Task p2p_send(collectives::Group& g, int peer, const void* data, size_t bytes) {
-  co_await all_of(just(g.isend(peer, 0, data, bytes)));
-}
-
-Task p2p_recv(collectives::Group& g, int peer, void* data, size_t bytes) {
-  co_await all_of(just(g.irecv(peer, 0, data, bytes)));
-}
-
 uint64_t hash_ranks(std::span<const int> ranks) {
   uint64_t h = 1469598103934665603ull;
   for (int r : ranks) {
@@ -120,14 +113,14 @@ shm::ShmTransport* shm_transport_of(collectives::Group& group) {
 std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op) {
   engine->check_usable();
   const uint32_t s = seq++;
-  return std::make_shared<WorkState>(
+  return seam::detail::make_pooled<WorkState>(
       engine, op, ctx, s, rank, static_cast<int>(members->size()),
       OpGroup(*engine, members, rank, tags::collective_base(ctx, s)));
 }
 
 std::shared_ptr<WorkState> CommunicatorImpl::new_p2p(const char* op, uint32_t user_tag) {
   engine->check_usable();
-  return std::make_shared<WorkState>(
+  return seam::detail::make_pooled<WorkState>(
       engine, op, ctx, seq, rank, static_cast<int>(members->size()),
       OpGroup(*engine, members, rank, tags::make(ctx, tags::p2p, user_tag)));
 }
@@ -369,14 +362,14 @@ Work Communicator::barrier() {
 Work Communicator::send(const void* data, size_t bytes, int peer, uint32_t tag) {
   check_root(peer, size(), "send");
   auto w = impl_->new_p2p("send", tag);
-  w->task = p2p_send(w->group, peer, data, bytes);
+  w->request = w->group.isend(peer, 0, data, bytes);
   return impl_->launch(w);
 }
 
 Work Communicator::recv(void* data, size_t bytes, int peer, uint32_t tag) {
   check_root(peer, size(), "recv");
   auto w = impl_->new_p2p("recv", tag);
-  w->task = p2p_recv(w->group, peer, data, bytes);
+  w->request = w->group.irecv(peer, 0, data, bytes);
   return impl_->launch(w);
 }
 

@@ -19,7 +19,7 @@ inline void cpu_relax() {
 }
 
 std::string describe(const WorkState& w) {
-  return w.op + " (communicator " + std::to_string(w.ctx) + ", rank " + std::to_string(w.comm_rank) +
+  return std::string(w.op) + " (communicator " + std::to_string(w.ctx) + ", rank " + std::to_string(w.comm_rank) +
          " of " + std::to_string(w.comm_size) + ", operation #" + std::to_string(w.seq) + ")";
 }
 
@@ -45,15 +45,13 @@ void Engine::reserve_contexts(uint32_t up_to_exclusive) {
 void Engine::start(const std::shared_ptr<WorkState>& w) {
   check_usable();
   w->deadline = Clock::now() + std::chrono::milliseconds(config_.timeout_ms);
-  outstanding_.push_back(w);
   // Post the first messages now, so communication starts before anyone waits.
   try {
-    if (w->task.step()) w->status = WorkState::Status::done;
+    if (w->step()) w->status = WorkState::Status::done;
   } catch (...) {
     fail(*w, std::current_exception());
   }
-  if (w->status != WorkState::Status::pending && !outstanding_.empty() && outstanding_.back() == w)
-    outstanding_.pop_back();
+  if (w->status == WorkState::Status::pending) outstanding_.push_back(w);
 }
 
 void Engine::fail(WorkState& w, std::exception_ptr e) {
@@ -102,7 +100,7 @@ void Engine::step_all() {
     WorkState& w = *outstanding_[i];
     if (w.status != WorkState::Status::pending) continue;
     try {
-      if (w.task.step()) w.status = WorkState::Status::done;
+      if (w.step()) w.status = WorkState::Status::done;
     } catch (...) {
       fail(w, std::current_exception());
       if (aborted()) return;
@@ -118,7 +116,7 @@ void Engine::step_all() {
       // The peer this operation waits for died: fail now rather than at the deadline (the task
       // may wait on a flag in shared memory, which no transport request would fail). Only the
       // peer it waits for counts: a peer that finished its part and exited is no failure.
-      int m = w.task.blocking_peer();
+      int m = w.blocking_peer();
       if (m >= 0 && m != transport_->rank() && !transport_->peer_alive(m)) {
         fail(w, std::make_exception_ptr(CommError(
                     "rank " + std::to_string(m) + " is dead (its process exited or its connection broke)", m)));
@@ -126,7 +124,7 @@ void Engine::step_all() {
       }
     }
     if (now < w.deadline) continue;
-    int peer = w.task.blocking_peer();
+    int peer = w.blocking_peer();
     std::string msg = "seam: " + describe(w) + " timed out after " + std::to_string(config_.timeout_ms) +
                       " ms (SEAM_TIMEOUT_MS) waiting for " +
                       (peer >= 0 ? "rank " + std::to_string(peer) : std::string("its peers"));

@@ -16,6 +16,7 @@
 
 #include "layouts/errors.h"
 #include "layouts/log.h"
+#include "transports/shm/pool_allocator.h"
 
 namespace seam::shm {
 namespace {
@@ -204,7 +205,7 @@ class ShmTransportImpl final : public ShmTransport {
         return p.completed_send;
       }
     }
-    auto req = std::make_shared<SendRequest>(world_peer, tag, data, bytes);
+    auto req = detail::make_pooled<SendRequest>(world_peer, tag, data, bytes);
     o.queue.push_back(req);
     if (o.queue.size() == 1) pump_out(p);
     return req;
@@ -280,7 +281,7 @@ class ShmTransportImpl final : public ShmTransport {
   transport::RequestPtr irecv(int world_peer, uint64_t tag, void* data, size_t bytes) override {
     Peer& p = peer(world_peer);
     Incoming& in = p.in;
-    auto req = std::make_shared<RecvRequest>(world_peer, tag, data, bytes);
+    auto req = detail::make_pooled<RecvRequest>(world_peer, tag, data, bytes);
     for (auto it = in.unexpected.begin(); it != in.unexpected.end(); ++it) {
       if (it->tag != tag) continue;
       bool streaming = in.active && in.buffer == &*it;

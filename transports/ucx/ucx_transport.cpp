@@ -14,6 +14,7 @@
 
 #include "layouts/errors.h"
 #include "layouts/log.h"
+#include "transports/shm/pool_allocator.h"
 
 namespace seam::ucx {
 namespace {
@@ -117,7 +118,10 @@ class UcxTransportImpl final : public UcxTransport {
       ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
       ep.address = reinterpret_cast<const ucp_address_t*>(all[static_cast<size_t>(r)].data());
-      ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+      // Peer error handling makes UCX 1.13 drop its shared-memory transports (posix, sysv, cma)
+      // and talk to a same-host peer over TCP loopback (25x the latency). Same-host peers are
+      // watched through their pids instead (check_peers), so they need no UCX error handling.
+      ep.err_mode = p.local ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
       ep.err_handler.cb = &UcxTransportImpl::on_ep_error;
       ep.err_handler.arg = &p;
       s = ucp_ep_create(worker_, &ep, &p.ep);
@@ -211,7 +215,7 @@ class UcxTransportImpl final : public UcxTransport {
   transport::RequestPtr isend(int world_peer, uint64_t tag, const void* data, size_t bytes) override {
     Peer& p = peer(world_peer);
     if (p.dead) return failed(world_peer, p.death);
-    auto req = std::make_shared<UcxRequest>(world_peer, false, bytes);
+    auto req = detail::make_pooled<UcxRequest>(world_peer, false, bytes);
     ucp_request_param_t prm{};
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     prm.cb.send = &UcxTransportImpl::on_send;
@@ -228,7 +232,7 @@ class UcxTransportImpl final : public UcxTransport {
 
   transport::RequestPtr irecv(int world_peer, uint64_t tag, void* data, size_t bytes) override {
     Peer& p = peer(world_peer);
-    auto req = std::make_shared<UcxRequest>(world_peer, true, bytes);
+    auto req = detail::make_pooled<UcxRequest>(world_peer, true, bytes);
     ucp_request_param_t prm{};
     // UCX 1.13 reports no length for a receive completed inside the call (its recv_info stays
     // zero), so completion always goes through the callback, which may run inside the call:
