@@ -167,8 +167,10 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
       if (sums_here && step.tries_fusions && has_residual) {
         for (const FusedMlpInput& candidate : path.ffn_fusions) {
           if (auto fused = candidate.run({value, residual, &facts, options.post_residual_addition})) {
+            // The fused read replaces step 3 only: its input still moves to the compute rows
+            // (a CP batch's FFN reads the gathered shards).
             stream.write(fused->residual);
-            return {fused->input};
+            return move_input(step.input_move, {fused->input}, facts);
           }
         }
       }

@@ -101,13 +101,12 @@ seam_add_sim_test(tp4_rs_AF_input_scattered_idle NP 4 ARGS --tp 4 --input-scatte
 
 # Context-parallel batches (--attn-cp, DSA/MLA-style equal shards): the FFN input reads on this
 # rank's CP shard, then gathers over attention CP; the FFN's exit takes its shard back (or a CP
-# reduce-scatter completes the sum) (#15). Run without the fused candidate: see the report on a
-# fused FFN input that skips its CP gather.
-seam_add_sim_test(tp4_cp2_rs_AF NP 4 ARGS --tp 4 --attn-cp 2 --policy rs --pattern AF --layers 2 --tokens 7 --no-fusion
+# reduce-scatter completes the sum) (#15); a fused FFN input (the default) gathers its shards too.
+seam_add_sim_test(tp4_cp2_rs_AF NP 4 ARGS --tp 4 --attn-cp 2 --policy rs --pattern AF --layers 2 --tokens 7
   EXPECT "attn->ffn \\[CONTEXT_PARALLEL\\] input: ATTN_TP all_reduce[^\n]*input CP gather.*ffn->attn \\[CONTEXT_PARALLEL\\]: TP all_reduce in compute, CP take-back at exit")
-seam_add_sim_test(tp2_cp2_rs_AE NP 2 ARGS --tp 2 --attn-cp 2 --policy rs --pattern AE --layers 2 --tokens 5 --no-fusion
+seam_add_sim_test(tp2_cp2_rs_AE NP 2 ARGS --tp 2 --attn-cp 2 --policy rs --pattern AE --layers 2 --tokens 5
   EXPECT "ffn->attn \\[CONTEXT_PARALLEL\\]: MOE_OUTPUT sum completed by ATTN_CP reduce_scatter at exit.*ATTN_CP +reduce_scatter")
-seam_add_sim_test(tp4_cp2_pp2_ar_MMF_bf16 NP 8 ARGS --tp 4 --attn-cp 2 --pp 2 --policy ar --pattern MMF --layers 2 --tokens 9 --dtype bf16 --no-fusion
+seam_add_sim_test(tp4_cp2_pp2_ar_MMF_bf16 NP 8 ARGS --tp 4 --attn-cp 2 --pp 2 --policy ar --pattern MMF --layers 2 --tokens 9 --dtype bf16
   EXPECT "# pipeline stage 1.*CONTEXT_PARALLEL")
 
 # Experts over EP x MoE-TP (--moe-ep): the merged post-experts sum is not one all-reduce, so the MoE
@@ -133,7 +132,7 @@ seam_add_sim_test(tp4_ar_MMF_capture_bf16 NP 4 ARGS --tp 4 --policy ar --pattern
   EXPECT "capture on")
 seam_add_sim_test(tp2_ar_AF_dense_dp_capture NP 2 ARGS --tp 2 --dense-tp 1 --policy ar --pattern AF --layers 2 --tokens 5 --capture
   EXPECT "capture on")
-seam_add_sim_test(tp4_cp2_rs_AF_capture NP 4 ARGS --tp 4 --attn-cp 2 --policy rs --pattern AF --layers 2 --tokens 7 --capture --no-fusion
+seam_add_sim_test(tp4_cp2_rs_AF_capture NP 4 ARGS --tp 4 --attn-cp 2 --policy rs --pattern AF --layers 2 --tokens 7 --capture
   EXPECT "capture on")
 seam_add_sim_test(tp2_dp2_pp2_rsv_AE_capture NP 4 ARGS --tp 2 --attn-dp 2 --pp 2 --policy rsv --pattern AE --layers 2 --tokens 3,4 --capture
   EXPECT "capture on")
