@@ -135,8 +135,10 @@ LayerOutput StageRunner::postprocess(const Tensor& output, ForwardBatch& batch) 
 LayerOutput StageRunner::from_pp(const rows::PipelineTensors& tensors, ForwardBatch& batch,
                                  const residual::StageUpdate& arriving_update) {
   const BoundPath& path = stage_.plan().path(batch.facts.variant());
+  // Only a partial the sender kept raw still owes the entry's sum; a completed one is summed once.
+  const bool owes_sum = tensors.declared_partial && path.entry.input_sum;
   const std::optional<residual::DeclaredSum> sum =
-      path.entry.input_sum ? std::optional(declared(*path.entry.input_sum)) : std::nullopt;
+      owes_sum ? std::optional(declared(*path.entry.input_sum)) : std::nullopt;
   return residual::arrive(batch, tensors.hidden_states, tensors.has_residual ? &tensors.residual : nullptr,
                           arriving_update, sum ? &*sum : nullptr);
 }

@@ -99,7 +99,7 @@ class StageRunner {
                                      const StageRunner& source, residual::ForwardBatch& batch);
 
   /// Pipeline reception on a partition's first stage: rebuilds the stream from what arrived,
-  /// re-declaring the sum the input owes by construction (the sender kept it raw).
+  /// re-declaring the input's sum only when the sender kept it raw (tensors.declared_partial).
   residual::LayerOutput from_pp(const rows::PipelineTensors& tensors, residual::ForwardBatch& batch,
                                 const residual::StageUpdate& arriving_update);
 

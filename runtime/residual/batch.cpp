@@ -75,7 +75,7 @@ Tensor norm(const LayerOutput& h, ForwardBatch& batch, RmsNorm& layernorm, const
 PpTensors to_pp(const LayerOutput& h, ForwardBatch& batch, bool preserve_declared) {
   const FinishedOutput out = current(batch).finish(h, batch, {.preserve_declared = preserve_declared});
   batch.residual_stream.reset();
-  return {out.value, out.residual, out.has_residual};
+  return {out.value, out.residual, out.has_residual, out.declared_partial};
 }
 
 LayerOutput arrive(ForwardBatch& batch, const Tensor& h, const Tensor* residual, const StageUpdate& update,

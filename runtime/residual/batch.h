@@ -61,6 +61,7 @@ struct PpTensors {
   Tensor hidden_states;
   Tensor residual;  ///< empty when the stream had none
   bool has_residual = false;
+  bool declared_partial = false;  ///< hidden_states still owes the producer's declared sum
 };
 
 /// Packages the stream for the next pipeline stage and releases it. Carried sums and handoffs are

@@ -46,6 +46,12 @@ seam_add_sim_test(tp4_dp2_ar_MMF_bf16 NP 4 ARGS --tp 4 --attn-dp 2 --policy ar -
   EXPECT "attn->attn \\[ORDINARY\\]: ATTN_TP all_reduce in compute.*DP gather \\(partial, completes ATTN_TP\\)")
 
 # Pipeline parallel: to_pp / from_pp carry hidden states and residual (a declared partial crosses raw).
+# A sum the sender completed (an input-scattered embedding's before a mixer that reads full rows;
+# a partition ending in an FFN under two-batch overlap) is not declared again by the receiver.
+seam_add_sim_test(tp2_pp2_ar_MMF_input_scattered_completed NP 4 ARGS --tp 2 --pp 2 --input-scattered --policy ar --pattern MMF --layers 2 --tokens 5
+  EXPECT "embed->attn \\[INPUT_SCATTERED\\] input: enter, TP all_reduce")
+seam_add_sim_test(tp2_pp2_AF_tbo_cut NP 4 ARGS --tp 2 --pp 2 --pattern AF --layers 3 --tokens 7 --microbatches 2
+  EXPECT "# pipeline stage 1[^#]*L3 F +attn->ffn \\[ORDINARY\\] input: ATTN_TP all_reduce")
 seam_add_sim_test(tp2_pp2_ar_AF NP 4 ARGS --tp 2 --pp 2 --policy ar --pattern AF --layers 2 --tokens 5
   EXPECT "# pipeline stage 1.*ffn->norm \\[ORDINARY\\]: TP all_reduce in compute")
 seam_add_sim_test(tp2_pp2_rs+rsv_MMF_bf16 NP 4 ARGS --tp 2 --pp 2 --policy rs+rsv --pattern MMF --layers 2 --tokens 4 --dtype bf16

@@ -217,10 +217,8 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::
 
   if (!stack.terminal()) {
     // to_pp keeps a declared partial raw for the receiver (and completes anything else).
-    const residual::Contribution* pending = residual::current(batch).pending();
-    const bool declared_partial = pending && pending->owed == residual::Owed::declared_sum;
     const residual::PpTensors pp = residual::to_pp(whole.h, batch);
-    handoff.send({pp.hidden_states, pp.residual, pp.has_residual, declared_partial});
+    handoff.send({pp.hidden_states, pp.residual, pp.has_residual, pp.declared_partial});
     return result;
   }
   auto keep_residual = [&](const Tensor& value, bool /*owned*/) { result.residual = residual::OwnedTensor::clone(value); };
