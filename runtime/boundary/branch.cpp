@@ -44,8 +44,12 @@ residual::StageInput StageRunner::prepare(const LayerOutput& h, ForwardBatch& ba
   if (!captures) return prepare(h, batch, options.read);
   if (stage_.kind() != StageKind::ATTENTION) throw UsageError("an FFN prepare does not take a capture");
   residual::ResidualStream& stream = residual::current(batch);
-  // Complete the owed communication unfused: the capture sees the finished output.
-  const LayerOutput completed = stream.complete(h, batch);
+  stream.check(h);
+  const BoundPath& path = stage_.plan().path(batch.facts.variant());
+  // Complete the owed communication unfused: the capture sees the finished output (at an
+  // input-scattered stack entry, the summed embedding rather than this rank's partial).
+  LayerOutput entered;
+  const LayerOutput completed = stream.complete(enter_stack(h, stream, path, entered), batch);
   residual::Capture after_read = options.capture_output;
   const bool initial = stream.state() == residual::ResidualStream::State::initial;
   if (options.capture_output && (initial || options.read.post_residual_addition)) {
@@ -56,7 +60,6 @@ residual::StageInput StageRunner::prepare(const LayerOutput& h, ForwardBatch& ba
     after_read = {};
   }
   const residual::StageInput input = prepare(completed, batch, options.read);
-  const BoundPath& path = stage_.plan().path(batch.facts.variant());
   const Tensor residual = stream.residual();
   if (after_read) {
     // Back to the producer's rows; owned only when that move gathers into fresh storage.

@@ -87,20 +87,22 @@ residual::StageInput StageRunner::prepare(const LayerOutput& h, ForwardBatch& ba
   stream.check(h);
   const BoundPath& path = stage_.plan().path(batch.facts.variant());
   if (path.branch) throw UsageError("a prepared branch must enter through branch_input, not prepare");
-  // Stack entry on an input-scattered batch: the raw embedding is a partial owing its TP sum.
   LayerOutput entered;
-  const LayerOutput* input = &h;
-  if (stream.state() == ResidualStream::State::initial && path.entry.input_sum) {
-    const residual::DeclaredSum sum = declared(*path.entry.input_sum);
-    entered = stream.leave(residual::ProducerOutput::complete_tensor(h.tensor()), residual::add_update(), &sum);
-    input = &entered;
-  }
+  const LayerOutput& input = enter_stack(h, stream, path, entered);
   const EntryPaths& paths = select_paths(path, stream);
   const residual::Contribution* c = stream.pending();
   const EntryStep* step = &paths.step;
   if (stream.state() == ResidualStream::State::written && paths.written) step = &*paths.written;
   if (c && c->owed == Owed::none && path.entry.input_sum && paths.completed) step = &*paths.completed;
-  return run_step(*step, path, stream, *input, batch, options);
+  return run_step(*step, path, stream, input, batch, options);
+}
+
+const LayerOutput& StageRunner::enter_stack(const LayerOutput& h, ResidualStream& stream, const BoundPath& path,
+                                            LayerOutput& entered) {
+  if (stream.state() != ResidualStream::State::initial || !path.entry.input_sum) return h;
+  const residual::DeclaredSum sum = declared(*path.entry.input_sum);
+  entered = stream.leave(residual::ProducerOutput::complete_tensor(h.tensor()), residual::add_update(), &sum);
+  return entered;
 }
 
 residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPath& path, ResidualStream& stream,

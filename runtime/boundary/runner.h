@@ -105,6 +105,11 @@ class StageRunner {
 
  private:
   // prepare's parts
+  /// Stack entry on an input-scattered batch: the raw embedding is a partial owing the entry's
+  /// declared TP sum, recorded on the stream (in `entered`) before anything consumes it.
+  /// Returns the output to consume: `entered`, or `h` when nothing is owed.
+  const residual::LayerOutput& enter_stack(const residual::LayerOutput& h, residual::ResidualStream& stream,
+                                           const BoundPath& path, residual::LayerOutput& entered);
   const EntryPaths& select_paths(const BoundPath& path, residual::ResidualStream& stream);
   residual::StageInput run_step(const EntryStep& step, const BoundPath& path, residual::ResidualStream& stream,
                                 const residual::LayerOutput& h, residual::ForwardBatch& batch,

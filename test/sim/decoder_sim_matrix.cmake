@@ -143,6 +143,10 @@ seam_add_sim_test(tp4_cp2_rs_AF_capture NP 4 ARGS --tp 4 --attn-cp 2 --policy rs
 seam_add_sim_test(tp2_dp2_pp2_rsv_AE_capture NP 4 ARGS --tp 2 --attn-dp 2 --pp 2 --policy rsv --pattern AE --layers 2 --tokens 3,4 --capture
   EXPECT "capture on")
 
+# A capture at an input-scattered stack entry sees the summed embedding, not this rank's partial.
+seam_add_sim_test(tp2_rs_AF_input_scattered_capture NP 2 ARGS --tp 2 --input-scattered --policy rs --pattern AF --layers 2 --tokens 5 --capture
+  EXPECT "embed->attn \\[INPUT_SCATTERED\\] input: TP reduce_scatter onto slice")
+
 # Two-batch overlap (--microbatches 2): each microbatch on its own stream, stages interleaved on the
 # same stage runners, merged before the final norm / the pipeline send.
 seam_add_sim_test(tp2_ar_AF_tbo NP 2 ARGS --tp 2 --policy ar --pattern AF --layers 2 --tokens 5 --microbatches 2
