@@ -22,7 +22,10 @@ int dtype_slot(DType t) {
 
 const detail::IsaKernels& kernels_of(ReduceIsa isa) {
   switch (isa) {
-    case ReduceIsa::avx512: return detail::avx512_kernels;
+    case ReduceIsa::avx512: {
+      static const bool bf16 = __builtin_cpu_supports("avx512bf16");
+      return bf16 ? detail::avx512bf16_kernels : detail::avx512_kernels;
+    }
     case ReduceIsa::avx2: return detail::avx2_kernels;
     case ReduceIsa::generic: break;
   }

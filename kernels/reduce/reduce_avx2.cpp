@@ -11,6 +11,7 @@
 #pragma GCC target("avx2,fma,f16c")
 #define SEAM_REDUCE_TABLE avx2_kernels
 #define SEAM_REDUCE_STREAM 1
+#define SEAM_REDUCE_BF16 0
 #define SEAM_REDUCE_F16C 1
 #include "kernels/reduce/reduce_kernels.inc"
 #pragma GCC pop_options

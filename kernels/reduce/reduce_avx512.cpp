@@ -1,4 +1,5 @@
-// AVX-512 build of the reduction kernels, chosen at run time when the CPU has AVX-512 F/BW/VL.
+// AVX-512 build of the reduction kernels, chosen at run time when the CPU has AVX-512 F/BW/VL
+// (and not AVX-512 BF16: reduce_avx512bf16.cpp).
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -11,6 +12,7 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c,prefer-vector-width=512")
 #define SEAM_REDUCE_TABLE avx512_kernels
 #define SEAM_REDUCE_STREAM 1
+#define SEAM_REDUCE_BF16 0
 #define SEAM_REDUCE_F16C 1
 #include "kernels/reduce/reduce_kernels.inc"
 #pragma GCC pop_options

@@ -9,5 +9,6 @@
 
 #define SEAM_REDUCE_TABLE generic_kernels
 #define SEAM_REDUCE_STREAM 0
+#define SEAM_REDUCE_BF16 0
 #define SEAM_REDUCE_F16C 0
 #include "kernels/reduce/reduce_kernels.inc"

@@ -24,5 +24,6 @@ struct IsaKernels {
 extern const IsaKernels generic_kernels;
 extern const IsaKernels avx2_kernels;
 extern const IsaKernels avx512_kernels;
+extern const IsaKernels avx512bf16_kernels;  ///< avx512 with AVX-512 BF16 conversions
 
 }  // namespace seam::kernels::detail

@@ -3,14 +3,17 @@
 // reads the peers' slots directly: a reduction folds all ranks' pieces in rank order in one
 // pass (one rounding for half types, the same bits on every rank), a gather copies them into
 // place. Rounds are sized to the slot (SEAM_CHUNK_BYTES), so a round's data stays in cache
-// between the copy-in and the reads.
+// between the copy-in and the reads. Large calls skip the slots where the ranks may read each
+// other's memory (single-copy): each rank reads the peers' user buffers directly.
 #include <algorithm>
 #include <cstring>
 
 #include "kernels/reduce/reduce.h"
+#include "layouts/log.h"
 #include "runtime/collectives/receive.h"
 #include "runtime/collectives/blocks.h"
 #include "runtime/collectives/schedules.h"
+#include "runtime/collectives/scratch.h"
 #include "runtime/collectives/selection.h"
 #include "runtime/collectives/shm_region.h"
 
@@ -110,6 +113,79 @@ class Doorbells {
   std::vector<ExpectedReceive> receives_;
 };
 
+/// From these sizes, reductions read the peers' pieces straight out of their user buffers
+/// (process_vm_readv) instead of every rank first copying its whole input into its slot: the
+/// copy-in and the slot's trip to the other core's cache were most of the time at large sizes.
+/// Below, the three waits of the single-copy schedules and the per-read system calls cost more.
+constexpr size_t kSingleCopyAllReduceBytes = 1 << 20;
+constexpr size_t kSingleCopyReduceScatterBytes = 1 << 20;
+
+/// Single-copy reads move this much per peer and call: the peers' pieces of one chunk sit in
+/// L2 when the fold reads them.
+constexpr size_t kSingleCopyChunkBytes = 64 * 1024;
+
+/// dst[0, count) = op over ranks of their buffers at element `first`, in rank order: this
+/// rank's from `own`, every peer's read from the address it published with `round`, a chunk
+/// at a time into a cache-resident scratch, then folded in one pass.
+void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char* own, char* dst,
+                     size_t first, size_t count, DType dtype, ReduceOp op, kernels::Store store) {
+  const int n = region.ranks();
+  const size_t es = dtype_size(dtype);
+  const size_t chunk = kSingleCopyChunkBytes / es;
+  Scratch scratch((n - 1) * kSingleCopyChunkBytes);
+  std::vector<const void*> sources(n);
+  for (size_t begin = 0; begin < count; begin += chunk) {
+    const size_t length = std::min(chunk, count - begin);
+    for (int p = 0; p < n; ++p) {
+      if (p == me) {
+        sources[p] = own + (first + begin) * es;
+        continue;
+      }
+      char* piece = scratch.data() + (p < me ? p : p - 1) * kSingleCopyChunkBytes;
+      region.read_from(p, static_cast<const char*>(region.buffer_of(p, round)) + (first + begin) * es,
+                       piece, length * es);
+      sources[p] = piece;
+    }
+    kernels::reduce(dst + begin * es, sources, length, dtype, op, store);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+/// Single-copy all-reduce in shares: every rank publishes its send buffer, folds its share
+/// (1/n) of all ranks' inputs into its own recv, publishes recv, then reads the peers' reduced
+/// shares into place; a rank returns once every peer has read from it.
+comm::Task single_copy_all_reduce(Group& g, RegionLease& region, const char* send, char* recv,
+                                  size_t count, DType dtype, ReduceOp op, CallSignature signature) {
+  const int n = g.size(), me = g.rank();
+  const size_t es = dtype_size(dtype);
+  const auto shares = even_blocks(count, n);
+  const auto at = block_offsets(shares);
+  const uint64_t inputs = region->take_rounds(2), results = inputs + 1;
+  Doorbells doorbells(g, 2);
+  doorbells.ring(region->publish(me, inputs, signature, send, doorbells.wake_all()));
+  co_await peers_published(g, *region, inputs, signature, "all_reduce");
+  doorbells.expect(*region, inputs, false);
+  // In place, this rank overwrites only its own share of send, which no peer reads.
+  fold_from_peers(*region, inputs, me, send, recv + at[me] * es, at[me], shares[me], dtype, op,
+                  store_for(count * es, send == recv));
+  doorbells.ring(region->publish(me, results, signature, recv, doorbells.wake_all()));
+  co_await peers_published(g, *region, results, signature, "all_reduce");
+  doorbells.expect(*region, results, false);
+  for (int p : peers_from(me, n, false))
+    region->read_from(p, static_cast<const char*>(region->buffer_of(p, results)) + at[p] * es,
+                      recv + at[p] * es, shares[p] * es);
+  doorbells.ring(region->publish_result(me, results, doorbells.wake_all()));
+  co_await peers_published_results(g, *region, results);
+  doorbells.expect(*region, results, true);
+  if (!doorbells.idle()) {
+    comm::Task drain = doorbells.drain();
+    co_await comm::run(drain);
+  }
+}
+
 }  // namespace
 
 comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, DType dtype,
@@ -121,6 +197,16 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   }
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
+  if (region->single_copy() && count * es >= kSingleCopyAllReduceBytes) {
+    log().debug("all_reduce: shm schedule single-copy shares ({} B >= {} B)", count * es,
+                kSingleCopyAllReduceBytes);
+    comm::Task reduce = single_copy_all_reduce(
+        g, region, send, recv, count, dtype, op,
+        signature_of(Collective::all_reduce, dtype, op, count, true));
+    co_await comm::run(reduce);
+    region.finish();
+    co_return;
+  }
   const size_t per_round = region->slot_bytes() / es;
   const uint64_t rounds = ceil_div(count, per_round);
   // From three ranks on, all but small buffers are reduced in shares (each rank folds 1/n of
@@ -162,6 +248,36 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   region.finish();
 }
 
+namespace {
+
+/// Single-copy reduce-scatter: every rank publishes its send buffer and folds its block out of
+/// all ranks' buffers into out; a rank returns once every peer has read from it. In place, out
+/// is this rank's own block of send, which no peer reads.
+comm::Task single_copy_reduce_scatter(Group& g, RegionLease& region, std::string_view collective,
+                                      const char* send, char* out,
+                                      const std::vector<size_t>& counts, DType dtype, ReduceOp op,
+                                      CallSignature signature) {
+  const int me = g.rank();
+  const size_t es = dtype_size(dtype);
+  const auto off = block_offsets(counts);
+  const uint64_t round = region->take_rounds(1);
+  Doorbells doorbells(g, 2);
+  doorbells.ring(region->publish(me, round, signature, send, doorbells.wake_all()));
+  co_await peers_published(g, *region, round, signature, collective);
+  doorbells.expect(*region, round, false);
+  fold_from_peers(*region, round, me, send, out, off[me], counts[me], dtype, op,
+                  store_for(off.back() * es, out == send + off[me] * es));
+  doorbells.ring(region->publish_result(me, round, doorbells.wake_all()));
+  co_await peers_published_results(g, *region, round);
+  doorbells.expect(*region, round, true);
+  if (!doorbells.idle()) {
+    comm::Task drain = doorbells.drain();
+    co_await comm::run(drain);
+  }
+}
+
+}  // namespace
+
 comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char* send, char* out,
                               std::vector<size_t> counts, DType dtype, ReduceOp op) {
   RegionLease region;
@@ -173,6 +289,16 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
   const size_t total = off.back();
+  if (region->single_copy() && total * es >= kSingleCopyReduceScatterBytes) {
+    log().debug("{}: shm schedule single-copy ({} B >= {} B)", collective, total * es,
+                kSingleCopyReduceScatterBytes);
+    comm::Task reduce = single_copy_reduce_scatter(
+        g, region, collective, send, out, counts, dtype, op,
+        signature_of(Collective::reduce_scatterv, dtype, op, total, true));
+    co_await comm::run(reduce);
+    region.finish();
+    co_return;
+  }
   // Each round a rank's slot holds a piece of every block but its own; pieces round up, so
   // leave room for one extra element per block.
   const uint64_t rounds = total ? ceil_div(total, region->slot_bytes() / es - n) : 0;
