@@ -29,7 +29,12 @@ void Comparison::merge(const Comparison& o) {
 
 Comparison compare_rows(const Tensor& got, const Tensor& want, std::span<const int64_t> ids, Tolerance tol) {
   Comparison c;
-  for (int64_t r = 0; r < got.rows && r < static_cast<int64_t>(ids.size()); ++r) {
+  if (got.rows != static_cast<int64_t>(ids.size())) {
+    c.mismatched = 1;
+    c.first_mismatch = std::to_string(got.rows) + " rows for " + std::to_string(ids.size()) + " token ids";
+    return c;
+  }
+  for (int64_t r = 0; r < got.rows; ++r) {
     const int64_t token = ids[static_cast<size_t>(r)];
     if (token < 0) continue;
     double row_max = 0;

@@ -34,7 +34,8 @@ struct Comparison {
   void merge(const Comparison& other);
 };
 
-/// Compares each row r of got holding a token (ids[r] >= 0) with row ids[r] of want.
+/// Compares each row r of got holding a token (ids[r] >= 0) with row ids[r] of want. A row count
+/// that differs from the ids' counts as one mismatch: rows nobody compared must not pass.
 Comparison compare_rows(const Tensor& got, const Tensor& want, std::span<const int64_t> ids, Tolerance tol);
 
 }  // namespace seam::sim
