@@ -29,6 +29,9 @@ struct FusionArgs {
   Tensor residual;
   const BatchFacts* batch = nullptr;
   const Tensor* post_residual_addition = nullptr;
+  /// The sum `partial` owes, as the runner resolved it (the carried or declared group); a
+  /// candidate completes this group rather than one it derives itself. Empty: none owed.
+  std::optional<SumGroup> group;
 };
 
 /// A candidate declines by returning nullopt, and must decline before it modifies an input or

@@ -120,7 +120,7 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
   if (c && c->owed == Owed::carried_sum && !c->redistributes && !moves_rows && c->update->adds_plainly() &&
       read_.norms_plainly() && c->value.rows > 0) {
     for (const CarriedFusion& candidate : path.carried_fusions) {
-      if (auto fused = candidate.run({c->value, stream.residual(), &facts, options.post_residual_addition})) {
+      if (auto fused = candidate.run({c->value, stream.residual(), &facts, options.post_residual_addition, c->group})) {
         stream.write(fused->residual);
         return {fused->input};
       }
@@ -168,7 +168,7 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
     case ReadKind::UPDATE_READ: {
       if (sums_here && step.tries_fusions && has_residual) {
         for (const FusedMlpInput& candidate : path.ffn_fusions) {
-          if (auto fused = candidate.run({value, residual, &facts, options.post_residual_addition})) {
+          if (auto fused = candidate.run({value, residual, &facts, options.post_residual_addition, step.all_reduce})) {
             // The fused read replaces step 3 only: its input still moves to the compute rows
             // (a CP batch's FFN reads the gathered shards).
             stream.write(fused->residual);

@@ -268,26 +268,34 @@ void host_fusion(ProcessGroups& g) {
   const auto candidates = fusion->ffn_input(stages[0].plan());
   ROWS_CHECK(candidates.size() == 1 && candidates[0].completes == SumGroup::ATTN_TP, "one ATTN_TP candidate");
 
-  Rows partial(rows), residual(rows), expected_residual(rows), expected(rows), summed(rows);
-  partial.fill([&](int64_t r, int64_t c) { return value(g.tp_rank(), r, c) / 64.0f; });
-  residual.fill([&](int64_t r, int64_t c) { return value(7, r, c) / 32.0f; });
-  summed.fill([&](int64_t r, int64_t c) { return partial.at(r, c); });
-  expected_residual.fill([&](int64_t r, int64_t c) { return residual.at(r, c); });
-  all_reduce(g, GroupKind::ATTN_TP, summed.t).wait();
-  kernels::add_rms_norm(summed.t, expected_residual.t, nullptr, norm.spec(), expected.t);
-
   const BatchFacts facts = BatchFacts::make(std::vector<int64_t>{rows}, 0, 1, PaddingMode::MAX_LEN);
-  const auto fused = candidates[0].run({partial.t, residual.t, &facts, nullptr});
-  ROWS_CHECK(fused.has_value(), "the candidate accepts a small fp32 batch");
-  Rows got(rows);
-  got.fill([&](int64_t r, int64_t c) { return static_cast<float*>(fused->input.row(r))[c]; });
-  got.expect([&](int64_t r, int64_t c) { return expected.at(r, c); }, "fused input");
-  residual.expect([&](int64_t r, int64_t c) { return expected_residual.at(r, c); }, "fused residual");
+  // The candidate completes the group the runner passes (FusionArgs::group), not one it derives:
+  // under attention DP, TP and ATTN_TP differ.
+  for (const SumGroup group : {SumGroup::ATTN_TP, SumGroup::TP}) {
+    Rows partial(rows), residual(rows), expected_residual(rows), expected(rows), summed(rows);
+    partial.fill([&](int64_t r, int64_t c) { return value(g.tp_rank(), r, c) / 64.0f; });
+    residual.fill([&](int64_t r, int64_t c) { return value(7, r, c) / 32.0f; });
+    summed.fill([&](int64_t r, int64_t c) { return partial.at(r, c); });
+    expected_residual.fill([&](int64_t r, int64_t c) { return residual.at(r, c); });
+    all_reduce(g, group_of(group), summed.t).wait();
+    kernels::add_rms_norm(summed.t, expected_residual.t, nullptr, norm.spec(), expected.t);
 
+    const auto fused = candidates[0].run({partial.t, residual.t, &facts, nullptr, group});
+    ROWS_CHECK(fused.has_value(), "the candidate accepts a small fp32 batch");
+    Rows got(rows);
+    got.fill([&](int64_t r, int64_t c) { return static_cast<float*>(fused->input.row(r))[c]; });
+    got.expect([&](int64_t r, int64_t c) { return expected.at(r, c); }, "fused input");
+    residual.expect([&](int64_t r, int64_t c) { return expected_residual.at(r, c); }, "fused residual");
+  }
+
+  Rows partial(rows), residual(rows);
   const Tensor extra = residual.t;
-  ROWS_CHECK(!candidates[0].run({partial.t, residual.t, &facts, &extra}), "declines a post-residual addition");
-  ROWS_CHECK(!candidates[0].run({partial.t.slice_rows(0, 0), residual.t.slice_rows(0, 0), &facts, nullptr}),
+  ROWS_CHECK(!candidates[0].run({partial.t, residual.t, &facts, &extra, SumGroup::ATTN_TP}),
+             "declines a post-residual addition");
+  ROWS_CHECK(!candidates[0].run({partial.t.slice_rows(0, 0), residual.t.slice_rows(0, 0), &facts, nullptr,
+                                 SumGroup::ATTN_TP}),
              "declines an empty batch");
+  ROWS_CHECK(!candidates[0].run({partial.t, residual.t, &facts, nullptr, std::nullopt}), "declines when no sum is owed");
 }
 
 }  // namespace
@@ -313,7 +321,7 @@ int main(int argc, char** argv) {
   cp_moves(groups);
   dp_cp_moves(groups, std::vector<int64_t>(static_cast<size_t>(attn_dp), 6));
   pipeline_handoff(groups);
-  if (pp == 1 && attn_dp == 1 && attn_cp == 1) host_fusion(groups);
+  if (pp == 1 && attn_cp == 1) host_fusion(groups);
   world->barrier().wait();
   if (g_rank == 0) std::printf("row moves OK: %s\n", topology.describe().c_str());
   return 0;

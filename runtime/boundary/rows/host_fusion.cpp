@@ -12,11 +12,10 @@ namespace seam::boundary::rows {
 
 namespace {
 
-// One stage's candidate state: its norm, the group it completes, and the storage its result and
-// the gathered partials live in (the result stays valid until the stage's next prepare).
+// One stage's candidate state: its norm and the storage its result and the gathered partials live
+// in (the result stays valid until the stage's next prepare). The group comes with each run.
 struct FusedState {
   ProcessGroups* groups;
-  GroupKind group;
   kernels::RmsNormSpec norm;
   size_t max_gather_bytes;
   Scratch gathered;
@@ -27,7 +26,9 @@ bool fusable(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType
 
 std::optional<FusedRead> run_fused(FusedState& s, const FusionArgs& args) {
   const Tensor& partial = args.partial;
-  const int k = s.groups->size(s.group);
+  if (!args.group) return std::nullopt;
+  const GroupKind group = group_of(*args.group);
+  const int k = s.groups->size(group);
   if (args.post_residual_addition || partial.rows == 0 || !fusable(partial.dtype) || !partial.is_contiguous() ||
       !args.residual.is_contiguous() || partial.bytes() * static_cast<size_t>(k) > s.max_gather_bytes)
     return std::nullopt;
@@ -37,19 +38,11 @@ std::optional<FusedRead> run_fused(FusedState& s, const FusionArgs& args) {
     partials.push_back(partial);
   } else {
     const Tensor all = s.gathered.get(partial.dtype, partial.rows * k, partial.cols);
-    all_gather(*s.groups, s.group, partial, all).wait();
+    all_gather(*s.groups, group, partial, all).wait();
     for (int r = 0; r < k; ++r) partials.push_back(all.slice_rows(r * partial.rows, partial.rows));
   }
   kernels::reduce_add_rms_norm(partials, args.residual, s.norm, out);
   return FusedRead{out, args.residual};
-}
-
-// The sum an attention stage's carried input owes: what its producer's exit carries.
-std::optional<SumGroup> carried_group(const StagePlan& plan) {
-  const StageDeclaration* producer = plan.declaration().previous();
-  if (!producer) return std::nullopt;
-  if (producer->kind == StageKind::ATTENTION) return SumGroup::ATTN_TP;
-  return producer->sparse ? SumGroup::MOE_OUTPUT : SumGroup::TP;
 }
 
 }  // namespace
@@ -57,22 +50,21 @@ std::optional<SumGroup> carried_group(const StagePlan& plan) {
 HostAllReduceNormFusion::HostAllReduceNormFusion(ProcessGroups& groups, size_t max_gather_bytes)
     : groups_(groups), max_gather_bytes_(max_gather_bytes) {}
 
-FusionRun HostAllReduceNormFusion::candidate(const StagePlan& plan, SumGroup group) const {
+FusionRun HostAllReduceNormFusion::candidate(const StagePlan& plan) const {
   const auto* norm = static_cast<const residual::RmsNorm*>(plan.norm());
-  auto state = std::make_shared<FusedState>(
-      FusedState{&groups_, group_of(group), norm->spec(), max_gather_bytes_, {}, {}});
+  auto state = std::make_shared<FusedState>(FusedState{&groups_, norm->spec(), max_gather_bytes_, {}, {}});
   return [state](const FusionArgs& args) { return run_fused(*state, args); };
 }
 
 std::vector<CarriedFusion> HostAllReduceNormFusion::attention_input(const StagePlan& plan) const {
-  const std::optional<SumGroup> group = carried_group(plan);
-  if (!group || !plan.norm()) return {};
-  return {CarriedFusion{kName, candidate(plan, *group)}};
+  // Only a stage with a producer receives carried work.
+  if (!plan.declaration().previous() || !plan.norm()) return {};
+  return {CarriedFusion{kName, candidate(plan)}};
 }
 
 std::vector<FusedMlpInput> HostAllReduceNormFusion::ffn_input(const StagePlan& plan) const {
   if (!plan.norm()) return {};
-  return {FusedMlpInput{kName, SumGroup::ATTN_TP, candidate(plan, SumGroup::ATTN_TP), nullptr}};
+  return {FusedMlpInput{kName, SumGroup::ATTN_TP, candidate(plan), nullptr}};
 }
 
 }  // namespace seam::boundary::rows

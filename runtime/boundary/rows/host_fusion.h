@@ -4,7 +4,8 @@
 // summing the partials in group rank order in FP32 and rounding once, as an unfused all-reduce
 // returns them. A stage's norm (its NormRef) must be a residual::RmsNorm.
 //
-// A candidate declines — before touching anything — for an empty batch, a dtype other than
+// A candidate completes the group the runner passes (FusionArgs::group). It declines — before
+// touching anything — when no group is owed, for an empty batch, a dtype other than
 // fp32/bf16/fp16, a non-contiguous tensor, a post-residual addition, or gathered partials larger
 // than max_gather_bytes (an all-gather moves group-size times an all-reduce's bytes). These depend
 // only on facts every rank of the group shares, so the group declines or accepts together.
@@ -23,7 +24,7 @@ class HostAllReduceNormFusion : public FusionProvider {
   /// `groups` must outlive every plan built with this provider.
   explicit HostAllReduceNormFusion(ProcessGroups& groups, size_t max_gather_bytes = size_t(1) << 20);
 
-  /// One carried candidate completing the sum the previous stage carries (TP, MOE_OUTPUT or ATTN_TP).
+  /// One carried candidate completing the sum the previous stage carries (FusionArgs::group).
   std::vector<CarriedFusion> attention_input(const StagePlan& plan) const override;
   /// One candidate completing an attention-TP sum at an FFN input.
   std::vector<FusedMlpInput> ffn_input(const StagePlan& plan) const override;
@@ -31,7 +32,7 @@ class HostAllReduceNormFusion : public FusionProvider {
   static constexpr const char* kName = "seam host all_reduce+add+rms_norm";
 
  private:
-  FusionRun candidate(const StagePlan& plan, SumGroup group) const;
+  FusionRun candidate(const StagePlan& plan) const;
 
   ProcessGroups& groups_;
   size_t max_gather_bytes_;
