@@ -176,7 +176,7 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
 
   std::unique_ptr<shm::ShmTransport> shm;
   std::unique_ptr<ucx::UcxTransport> ucx;
-  if (use_shm) shm = shm::ShmTransport::create(*bs, local, cfg.shm_ring_bytes, timeout);
+  if (use_shm) shm = shm::ShmTransport::create(*bs, local, cfg.shm_ring_bytes, timeout, cfg.shm_cma_bytes);
   if (use_ucx) ucx = ucx::UcxTransport::create(*bs, hosts, pids, timeout);
 
   std::vector<std::string> per_peer(static_cast<size_t>(size));

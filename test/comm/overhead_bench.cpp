@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
+#include <vector>
 
 #include "runtime/comm/communicator.h"
 
@@ -43,5 +45,26 @@ int main(int argc, char** argv) {
   if (me == 0)
     std::printf("%d rank(s) over %s: p2p %s %.3f us; 4-byte all_reduce %.3f us\n", n, world->transport_name().c_str(),
                 n == 1 ? "send+recv to self" : "round trip", us, ar);
+  // One-way bandwidth of large messages, rank 0 -> rank 1 (an 8-byte ack per message).
+  if (n >= 2 && me < 2) {
+    for (size_t size : {size_t(64) << 10, size_t(1) << 20, size_t(8) << 20}) {
+      std::vector<char> buf(size, 1);
+      const int reps = static_cast<int>(std::max<size_t>(10, (size_t(512) << 20) / size / 4));
+      for (int pass = 0; pass < 2; ++pass) {
+        auto t = Clock::now();
+        for (int i = 0; i < reps; ++i) {
+          if (me == 0) {
+            world->send(buf.data(), size, 1, 2).wait();
+          } else {
+            world->recv(buf.data(), size, 0, 2).wait();
+          }
+        }
+        if (me == 0) world->recv(a, 8, 1, 3).wait();
+        else world->send(a, 8, 0, 3).wait();
+        double s = std::chrono::duration<double>(Clock::now() - t).count();
+        if (me == 0 && pass == 1) std::printf("  %8zu-byte messages: %.2f GB/s\n", size, static_cast<double>(size) * reps / s / 1e9);
+      }
+    }
+  }
   return 0;
 }

@@ -36,7 +36,7 @@ void wait_all(transport::Transport& t, const std::vector<RequestPtr>& reqs, int 
   }
 }
 
-enum class Kind { shm, ucx };
+enum class Kind { shm, shm_cma, ucx };
 
 /// Runs body(rank, transport) on n threads, each with its own transport of `kind`.
 template <class F>
@@ -51,8 +51,10 @@ void on_threads(Kind kind, int n, size_t ring_bytes, F body) {
         std::vector<int> local(static_cast<size_t>(n));
         std::iota(local.begin(), local.end(), 0);
         std::unique_ptr<transport::Transport> t;
-        if (kind == Kind::shm) {
-          t = shm::ShmTransport::create(ex, local, ring_bytes, std::chrono::milliseconds(10000));
+        if (kind != Kind::ucx) {
+          // shm: every message through the ring; shm_cma: from 1000 bytes straight from the sender.
+          t = shm::ShmTransport::create(ex, local, ring_bytes, std::chrono::milliseconds(10000),
+                                        kind == Kind::shm_cma ? 1000 : 0);
         } else {
           std::vector<std::string> hosts(static_cast<size_t>(n), "thread-host");
           std::vector<int> pids(static_cast<size_t>(n), getpid());
@@ -147,7 +149,7 @@ void mismatch_case(Kind kind) {
       wait_all(t, {r, r2});
       REQUIRE(r->failed());
       CHECK(r->error().find("size mismatch") != std::string::npos);
-      if (kind == Kind::shm) CHECK(r->error().find("10000-byte message") != std::string::npos);
+      if (kind != Kind::ucx) CHECK(r->error().find("10000-byte message") != std::string::npos);
       CHECK(r->error().find("100-byte receive") != std::string::npos);
       CHECK(r2->done());
     }
@@ -170,12 +172,16 @@ void self_case(Kind kind) {
 }
 
 TEST_CASE("shm: every size from 0 bytes to several rings, both directions at once") { sizes_case(Kind::shm); }
+TEST_CASE("shm (cma): every size from 0 bytes to several rings") { sizes_case(Kind::shm_cma); }
 TEST_CASE("ucx: every size from 0 bytes to several MiB, both directions at once") { sizes_case(Kind::ucx); }
 TEST_CASE("shm: tags match out of order; same tag keeps order") { order_case(Kind::shm); }
+TEST_CASE("shm (cma): tags match out of order; same tag keeps order") { order_case(Kind::shm_cma); }
 TEST_CASE("ucx: tags match out of order; same tag keeps order") { order_case(Kind::ucx); }
 TEST_CASE("shm: a receive smaller than the message fails naming both sizes") { mismatch_case(Kind::shm); }
+TEST_CASE("shm (cma): a receive smaller than the message fails naming both sizes") { mismatch_case(Kind::shm_cma); }
 TEST_CASE("ucx: a receive smaller than the message fails") { mismatch_case(Kind::ucx); }
 TEST_CASE("shm: send to self, and many small messages in flight") { self_case(Kind::shm); }
+TEST_CASE("shm (cma): send to self, and many small messages in flight") { self_case(Kind::shm_cma); }
 TEST_CASE("ucx: send to self, and many small messages in flight") { self_case(Kind::ucx); }
 
 TEST_CASE("shm: map_shared gives every member one segment") {

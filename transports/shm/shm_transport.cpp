@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,9 +26,16 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kMagic = 0x314d485353414553ull;  // "SEASSHM1"
 constexpr uint64_t kLine = 64;
-constexpr uint64_t kHeaderBytes = 16;
+/// Record header: {tag, size, arg, kind | id << 8}. arg: the sender's buffer address (cma) or
+/// the acknowledged id (ack).
+constexpr uint64_t kHeaderBytes = 32;
+enum RecordKind : uint64_t { kInline = 0, kCma = 1, kAck = 2 };
 /// Tags with this bit are the transport's own (map_shared); the communicator's tags never set it.
 constexpr uint64_t kInternalTag = 1ull << 63;
+/// "I have read your message through CMA": completes the sender's request.
+constexpr uint64_t kAckTag = kInternalTag | (1ull << 62);
+/// Read by peers through process_vm_readv at start-up, to learn whether CMA works between us.
+volatile uint64_t cma_probe = 0x5ea3c3a0c3a0c3a0ull;
 /// A producer publishes its tail at least every this many bytes, so a large message streams.
 constexpr uint64_t kPublishChunk = 32 * 1024;
 /// How often waiting ranks look at their local peers' pids.
@@ -68,12 +76,16 @@ void ring_doorbell(RankArea& a) {
 }
 
 struct SendRequest final : transport::Request {
-  SendRequest(int peer, uint64_t tag, const void* data, size_t size)
-      : Request(peer), tag(tag), data(static_cast<const char*>(data)), size(size) {}
+  SendRequest(int peer, uint64_t tag, const void* data, size_t size, RecordKind kind, uint64_t arg, uint64_t id)
+      : Request(peer), tag(tag), data(static_cast<const char*>(data)), size(size), kind(kind), arg(arg), id(id) {}
   uint64_t tag;
   const char* data;
   uint64_t size;
+  RecordKind kind;
+  uint64_t arg, id;
   uint64_t written = 0;  // record bytes already in the ring
+  /// Payload bytes that travel through the ring (none for cma and ack records).
+  uint64_t wire_bytes() const { return kind == kInline ? size : 0; }
 };
 
 struct RecvRequest final : transport::Request {
@@ -89,6 +101,8 @@ struct Unexpected {
   uint64_t size;
   std::vector<char> data;
   bool complete = false;
+  bool cma = false;  // the data is still in the sender's buffer at `addr`; ack `id` once read
+  uint64_t addr = 0, id = 0;
 };
 
 /// Producer side of the ring this rank -> one local peer.
@@ -98,6 +112,7 @@ struct Outgoing {
   uint64_t tail = 0;        // our copy of the published tail
   uint64_t head_seen = 0;   // the consumer's head as last read
   std::deque<std::shared_ptr<SendRequest>> queue;
+  std::vector<std::shared_ptr<SendRequest>> awaiting_ack;  // cma sends the peer has not read yet
 };
 
 /// Consumer side of the ring one local peer -> this rank.
@@ -108,6 +123,7 @@ struct Incoming {
   // The message being received (its header consumed, payload streaming).
   bool active = false;
   uint64_t tag = 0, size = 0, rec = 0, offset = 0;  // offset: record bytes consumed
+  uint64_t wire = 0;                                 // payload bytes in the ring
   std::shared_ptr<RecvRequest> target;              // matched receive, or
   Unexpected* buffer = nullptr;                     // unexpected buffer, or neither: discard
   std::deque<std::shared_ptr<RecvRequest>> posted;
@@ -129,8 +145,9 @@ struct Peer {
 class ShmTransportImpl final : public ShmTransport {
  public:
   ShmTransportImpl(int rank, int size, std::vector<int> local, std::unique_ptr<SharedSegment> seg,
-                   std::vector<int> pids, std::chrono::milliseconds timeout)
-      : rank_(rank), size_(size), local_(std::move(local)), seg_(std::move(seg)), timeout_(timeout) {
+                   std::vector<int> pids, std::chrono::milliseconds timeout, size_t cma_threshold)
+      : rank_(rank), size_(size), local_(std::move(local)), seg_(std::move(seg)), timeout_(timeout),
+        cma_threshold_(cma_threshold) {
     const size_t n = local_.size();
     auto* base = static_cast<char*>(seg_->data());
     auto* header = reinterpret_cast<SegmentHeader*>(base);
@@ -191,13 +208,21 @@ class ShmTransportImpl final : public ShmTransport {
   transport::RequestPtr isend(int world_peer, uint64_t tag, const void* data, size_t bytes) override {
     Peer& p = peer(world_peer);
     if (p.dead) return failed(world_peer, p.death);
+    if (cma_threshold_ && bytes >= cma_threshold_) {
+      // Large: send only the address; the receiver copies straight from our buffer (one copy
+      // instead of two through the ring) and acknowledges.
+      auto req = detail::make_pooled<SendRequest>(world_peer, tag, data, bytes, kCma,
+                                                  reinterpret_cast<uint64_t>(data), ++next_cma_id_);
+      enqueue(p, req);
+      return req;
+    }
     Outgoing& o = p.out;
     const uint64_t rec = record_bytes(bytes);
     if (o.queue.empty() && rec <= kPublishChunk) {
       // Eager: the whole record fits now, the send completes before we return.
       if (ring_bytes_ - (o.tail - o.head_seen) < rec) o.head_seen = o.ctl->head.load(std::memory_order_acquire);
       if (ring_bytes_ - (o.tail - o.head_seen) >= rec) {
-        uint64_t header[2] = {tag, bytes};
+        uint64_t header[4] = {tag, bytes, 0, kInline};
         std::memcpy(o.ring + (o.tail & mask_), header, kHeaderBytes);
         ring_write(o.ring, o.tail + kHeaderBytes, data, bytes);
         o.tail += rec;
@@ -205,10 +230,39 @@ class ShmTransportImpl final : public ShmTransport {
         return p.completed_send;
       }
     }
-    auto req = detail::make_pooled<SendRequest>(world_peer, tag, data, bytes);
-    o.queue.push_back(req);
-    if (o.queue.size() == 1) pump_out(p);
+    auto req = detail::make_pooled<SendRequest>(world_peer, tag, data, bytes, kInline, 0, 0);
+    enqueue(p, req);
     return req;
+  }
+
+  void enqueue(Peer& p, const std::shared_ptr<SendRequest>& req) {
+    p.out.queue.push_back(req);
+    if (p.out.queue.size() == 1) pump_out(p);
+  }
+
+  /// Tells peer p that its cma message `id` has been read.
+  void send_ack(Peer& p, uint64_t id) {
+    if (p.dead) return;
+    enqueue(p, detail::make_pooled<SendRequest>(p.world_rank, kAckTag, nullptr, 0, kAck, id, 0));
+  }
+
+  /// Copies a cma message out of the sender's memory, then acknowledges it. Empty on success.
+  std::string cma_read(Peer& p, void* dst, uint64_t addr, uint64_t size) {
+    uint64_t done = 0;
+    while (done < size) {
+      iovec local{static_cast<char*>(dst) + done, size - done};
+      iovec remote{reinterpret_cast<void*>(addr + done), size - done};
+      ssize_t r = process_vm_readv(p.pid, &local, 1, &remote, 1, 0);
+      if (r <= 0) {
+        if (r < 0 && errno == EINTR) continue;
+        if (errno == ESRCH) return "seam shm: local peer rank " + std::to_string(p.world_rank) + " (pid " +
+                                   std::to_string(p.pid) + ") died";
+        return "seam shm: reading a message of rank " + std::to_string(p.world_rank) + " (process_vm_readv) failed: " +
+               strerror(errno);
+      }
+      done += static_cast<uint64_t>(r);
+    }
+    return {};
   }
 
   void ring_write(char* ring, uint64_t pos, const void* src, size_t n) const {
@@ -247,7 +301,7 @@ class ShmTransportImpl final : public ShmTransport {
     bool moved = false;
     while (!o.queue.empty()) {
       SendRequest& s = *o.queue.front();
-      const uint64_t rec = record_bytes(s.size);
+      const uint64_t rec = record_bytes(s.wire_bytes());
       uint64_t free = ring_bytes_ - (o.tail - o.head_seen);
       if (free < rec - s.written) {
         o.head_seen = o.ctl->head.load(std::memory_order_acquire);
@@ -258,18 +312,21 @@ class ShmTransportImpl final : public ShmTransport {
       // Record bytes [written, written+n): header [0,16), payload [16,16+size), padding after.
       const uint64_t lo = s.written, hi = s.written + n;
       if (lo < kHeaderBytes) {
-        uint64_t header[2] = {s.tag, s.size};
+        uint64_t header[4] = {s.tag, s.size, s.arg, s.kind | (s.id << 8)};
         uint64_t e = std::min(hi, kHeaderBytes);
         ring_write(o.ring, o.tail, reinterpret_cast<char*>(header) + lo, e - lo);
       }
-      uint64_t plo = std::max(lo, kHeaderBytes), phi = std::min(hi, kHeaderBytes + s.size);
+      uint64_t plo = std::max(lo, kHeaderBytes), phi = std::min(hi, kHeaderBytes + s.wire_bytes());
       if (plo < phi) ring_write(o.ring, o.tail + (plo - lo), s.data + (plo - kHeaderBytes), phi - plo);
       o.tail += n;
       s.written += n;
       publish_tail(p);
       moved = true;
       if (s.written == rec) {
-        s.complete();
+        if (s.kind == kCma)
+          o.awaiting_ack.push_back(std::move(o.queue.front()));  // completes when the peer has read it
+        else
+          s.complete();
         o.queue.pop_front();
       }
     }
@@ -288,10 +345,16 @@ class ShmTransportImpl final : public ShmTransport {
       if (it->size > bytes) {
         req->fail(size_mismatch(p, it->size, bytes, tag));
         if (streaming) in.buffer = nullptr;  // drop the rest
+        if (it->cma) send_ack(p, it->id);
         in.unexpected.erase(it);
         return req;
       }
-      if (it->complete) {
+      if (it->cma) {
+        std::string err = cma_read(p, data, it->addr, it->size);
+        send_ack(p, it->id);
+        if (err.empty()) req->complete(it->size);
+        else req->fail(err);
+      } else if (it->complete) {
         if (it->size) std::memcpy(data, it->data.data(), it->size);
         req->complete(it->size);
       } else {
@@ -326,15 +389,15 @@ class ShmTransportImpl final : public ShmTransport {
     while (in.head != tail) {
       if (!in.active) {
         if (tail - in.head < kHeaderBytes) break;
-        uint64_t header[2];
+        uint64_t header[4];
         std::memcpy(header, in.ring + (in.head & mask_), kHeaderBytes);
-        start_message(p, header[0], header[1]);
+        start_message(p, header);
         in.head += kHeaderBytes;
         in.offset = kHeaderBytes;
       }
       uint64_t n = std::min(tail - in.head, in.rec - in.offset);
       uint64_t lo = in.offset, hi = in.offset + n;
-      uint64_t plo = std::max(lo, kHeaderBytes), phi = std::min(hi, kHeaderBytes + in.size);
+      uint64_t plo = std::max(lo, kHeaderBytes), phi = std::min(hi, kHeaderBytes + in.wire);
       if (plo < phi) {
         char* dst = in.target ? in.target->data : in.buffer ? in.buffer->data.data() : nullptr;
         if (dst) ring_read(in.ring, in.head + (plo - lo), dst + (plo - kHeaderBytes), phi - plo);
@@ -347,22 +410,51 @@ class ShmTransportImpl final : public ShmTransport {
     return true;
   }
 
-  void start_message(Peer& p, uint64_t tag, uint64_t size) {
+  void start_message(Peer& p, const uint64_t header[4]) {
     Incoming& in = p.in;
+    const uint64_t tag = header[0], size = header[1], arg = header[2];
+    const auto kind = static_cast<RecordKind>(header[3] & 0xff);
+    const uint64_t id = header[3] >> 8;
     in.active = true;
     in.tag = tag;
     in.size = size;
-    in.rec = record_bytes(size);
+    in.wire = kind == kInline ? size : 0;
+    in.rec = record_bytes(in.wire);
     in.target.reset();
     in.buffer = nullptr;
+    if (kind == kAck) {
+      auto& waiting = p.out.awaiting_ack;
+      for (auto it = waiting.begin(); it != waiting.end(); ++it)
+        if ((*it)->id == arg) {
+          (*it)->complete();
+          waiting.erase(it);
+          break;
+        }
+      return;
+    }
     for (auto it = in.posted.begin(); it != in.posted.end(); ++it) {
       if ((*it)->tag != tag) continue;
       auto req = std::move(*it);
       in.posted.erase(it);
-      if (size > req->cap)
+      if (size > req->cap) {
         req->fail(size_mismatch(p, size, req->cap, tag));  // the payload is discarded
-      else
+        if (kind == kCma) send_ack(p, id);
+      } else if (kind == kCma) {
+        std::string err = cma_read(p, req->data, arg, size);
+        send_ack(p, id);
+        if (err.empty()) req->complete(size);
+        else req->fail(err);
+      } else {
         in.target = std::move(req);
+      }
+      return;
+    }
+    if (kind == kCma) {
+      Unexpected u{tag, size, {}};
+      u.cma = true;
+      u.addr = arg;
+      u.id = id;
+      in.unexpected.push_back(std::move(u));
       return;
     }
     in.unexpected.push_back(Unexpected{tag, size, std::vector<char>(size)});
@@ -373,6 +465,7 @@ class ShmTransportImpl final : public ShmTransport {
     Incoming& in = p.in;
     if (in.target) in.target->complete(in.size);
     if (in.buffer) in.buffer->complete = true;
+
     in.target.reset();
     in.buffer = nullptr;
     in.active = false;
@@ -449,8 +542,10 @@ class ShmTransportImpl final : public ShmTransport {
     p.dead = true;
     p.death = "seam shm: local peer rank " + std::to_string(p.world_rank) + " (pid " +
               std::to_string(p.pid) + ") died";
-    log().warn("{}", p.death);
     Incoming& in = p.in;
+    // A peer that finished and exited is no failure unless something still waits on it.
+    const bool matters = in.active || !in.posted.empty() || !p.out.queue.empty() || !p.out.awaiting_ack.empty();
+    (matters ? log().warn("{}", p.death) : log().debug("{}", p.death));
     if (in.active) {
       if (in.target) in.target->fail(p.death + " in the middle of a message to rank " + std::to_string(rank_));
       if (in.buffer) in.unexpected.remove_if([&](const Unexpected& u) { return &u == in.buffer; });
@@ -462,6 +557,10 @@ class ShmTransportImpl final : public ShmTransport {
     in.posted.clear();
     for (auto& s : p.out.queue) s->fail(p.death);
     p.out.queue.clear();
+    for (auto& s : p.out.awaiting_ack) s->fail(p.death);
+    p.out.awaiting_ack.clear();
+    // Its cma messages died with its memory.
+    in.unexpected.remove_if([](const Unexpected& u) { return u.cma; });
   }
 
   static transport::RequestPtr failed(int peer, const std::string& why) {
@@ -531,6 +630,8 @@ class ShmTransportImpl final : public ShmTransport {
   std::vector<int> local_index_;
   std::unique_ptr<SharedSegment> seg_;
   std::chrono::milliseconds timeout_;
+  size_t cma_threshold_;
+  uint64_t next_cma_id_ = 0;
   size_t ring_bytes_ = 0, mask_ = 0;
   size_t me_ = 0;
   RankArea* my_area_ = nullptr;
@@ -544,7 +645,7 @@ class ShmTransportImpl final : public ShmTransport {
 
 std::unique_ptr<ShmTransport> ShmTransport::create(transport::AddressExchange& exchange,
                                                    std::vector<int> local, size_t ring_bytes,
-                                                   std::chrono::milliseconds timeout) {
+                                                   std::chrono::milliseconds timeout, size_t cma_threshold) {
   const int rank = exchange.rank();
   std::sort(local.begin(), local.end());
   local.erase(std::unique(local.begin(), local.end()), local.end());
@@ -571,14 +672,24 @@ std::unique_ptr<ShmTransport> ShmTransport::create(transport::AddressExchange& e
       error = e.what();
     }
   }
-  // Round 1: pids, and each leader's segment name (or why it has none).
-  std::string mine = std::to_string(getpid()) + "|";
+  // Round 1: pids, where our CMA probe lives, and each leader's segment name (or why it has none).
+  std::string mine = std::to_string(getpid()) + "|" + std::to_string(reinterpret_cast<uintptr_t>(&cma_probe)) + "|";
   if (rank == leader) mine += error.empty() ? "S" + seg->name() : "E" + error;
   auto first = exchange.all_gather(mine);
   std::vector<int> pids;
-  for (int r : local) pids.push_back(std::atoi(first[static_cast<size_t>(r)].c_str()));
+  bool cma_ok = cma_threshold > 0;
+  for (int r : local) {
+    const std::string& f = first[static_cast<size_t>(r)];
+    pids.push_back(std::atoi(f.c_str()));
+    // Can we read this peer's memory (same user, ptrace policy permitting)?
+    uint64_t value = 0;
+    iovec here{&value, sizeof(value)};
+    iovec there{reinterpret_cast<void*>(std::strtoull(f.c_str() + f.find('|') + 1, nullptr, 10)), sizeof(value)};
+    if (cma_ok && (process_vm_readv(pids.back(), &here, 1, &there, 1, 0) != sizeof(value) || value != cma_probe))
+      cma_ok = false;
+  }
   const std::string& lead = first[static_cast<size_t>(leader)];
-  std::string lead_payload = lead.substr(lead.find('|') + 1);
+  std::string lead_payload = lead.substr(lead.find('|', lead.find('|') + 1) + 1);
   if (rank != leader) {
     if (!lead_payload.empty() && lead_payload[0] == 'S') {
       try {
@@ -592,16 +703,20 @@ std::unique_ptr<ShmTransport> ShmTransport::create(transport::AddressExchange& e
       error = "rank " + std::to_string(leader) + " could not create the segment: " + lead_payload.substr(1);
     }
   }
-  // Round 2: everyone has mapped it (or says why not); then the name can go.
-  auto second = exchange.all_gather(error.empty() ? "ok" : error);
+  // Round 2: everyone has mapped it (or says why not), and whether it can read its peers through
+  // CMA (used only when every local rank can); then the name can go.
+  auto second = exchange.all_gather(error.empty() ? (cma_ok ? "ok1" : "ok0") : error);
   if (seg && rank == leader) seg->unlink();
-  for (int r : local)
-    if (second[static_cast<size_t>(r)] != "ok")
-      throw CommError("seam shm: rank " + std::to_string(r) + " could not map the shared segment: " +
-                          second[static_cast<size_t>(r)],
-                      r);
+  for (int r : local) {
+    const std::string& v = second[static_cast<size_t>(r)];
+    if (v != "ok1" && v != "ok0")
+      throw CommError("seam shm: rank " + std::to_string(r) + " could not map the shared segment: " + v, r);
+    if (v == "ok0") cma_ok = false;
+  }
+  log().debug("shm: {} local ranks, {}-byte rings, single-copy (CMA) from {} bytes", n, ring_bytes,
+              cma_ok ? std::to_string(cma_threshold) : std::string("never"));
   return std::make_unique<ShmTransportImpl>(rank, exchange.size(), std::move(local), std::move(seg),
-                                            std::move(pids), timeout);
+                                            std::move(pids), timeout, cma_ok ? cma_threshold : 0);
 }
 
 }  // namespace seam::shm

@@ -2,8 +2,10 @@
 //
 // One POSIX shm segment per host holds, per ordered pair of local ranks, a single-producer /
 // single-consumer byte ring (cache-line records: a 16-byte header {tag, size} then the payload).
-// Small messages are copied in eagerly and the send completes at once; large ones stream through
-// the ring in chunks the receiver copies out while the sender fills the next (pipelined). Tags are
+// Small messages are copied in eagerly and the send completes at once; larger ones stream through
+// the ring in chunks the receiver copies out while the sender fills the next (pipelined); large
+// ones (SEAM_SHM_CMA_BYTES) are read once, straight from the sender's buffer (CMA), when the
+// kernel lets local ranks read each other (same user; checked at start-up). Tags are
 // matched in order per pair; a message nobody has asked for yet goes to an unexpected queue.
 //
 // Waiting: each rank has a doorbell word in the segment. A rank with nothing to do marks itself
@@ -31,10 +33,12 @@ class ShmTransport : public transport::Transport {
   /// Collective over every rank of `exchange` (ranks of all hosts take part in the exchange).
   /// `local_world_ranks`: the world ranks on this host that use shm with each other, this rank
   /// included (its lowest member creates the segment). `ring_bytes`: power of two, per pair (scaled
-  /// down for many local ranks).
+  /// down for many local ranks). Messages of `cma_threshold` bytes or more (0: none) are copied
+  /// once, straight from the sender's buffer (process_vm_readv), when every local rank can.
   static std::unique_ptr<ShmTransport> create(transport::AddressExchange& exchange,
                                               std::vector<int> local_world_ranks, size_t ring_bytes,
-                                              std::chrono::milliseconds timeout);
+                                              std::chrono::milliseconds timeout,
+                                              size_t cma_threshold = 256 * 1024);
 
   /// Whether `world_rank` is reachable through this transport.
   virtual bool is_local(int world_rank) const = 0;
