@@ -25,6 +25,7 @@ void Comparison::merge(const Comparison& o) {
   max_abs_error = std::max(max_abs_error, o.max_abs_error);
   max_row_error = std::max(max_row_error, o.max_row_error);
   if (first_mismatch.empty()) first_mismatch = o.first_mismatch;
+  tokens.insert(tokens.end(), o.tokens.begin(), o.tokens.end());
 }
 
 Comparison compare_rows(const Tensor& got, const Tensor& want, std::span<const int64_t> ids, Tolerance tol) {
@@ -37,6 +38,7 @@ Comparison compare_rows(const Tensor& got, const Tensor& want, std::span<const i
   for (int64_t r = 0; r < got.rows; ++r) {
     const int64_t token = ids[static_cast<size_t>(r)];
     if (token < 0) continue;
+    c.tokens.push_back(token);
     double row_max = 0;
     for (int64_t col = 0; col < got.cols; ++col) row_max = std::max(row_max, std::fabs(double(load(want, token, col))));
     for (int64_t col = 0; col < got.cols; ++col) {

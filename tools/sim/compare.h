@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "layouts/tensor.h"
 
@@ -30,6 +31,7 @@ struct Comparison {
   double max_abs_error = 0;
   double max_row_error = 0;    ///< the largest error relative to its row's largest value
   std::string first_mismatch;  ///< "row r col c: got x, want y"
+  std::vector<int64_t> tokens;  ///< the tokens whose rows were compared
   bool ok() const { return mismatched == 0; }
   void merge(const Comparison& other);
 };

@@ -114,7 +114,9 @@ void print_traffic(const std::vector<double>& all, int world_size) {
   }
 }
 
-Comparison check(const ForwardOutput& out, const ReferenceOutput& ref, Tolerance tol) {
+// Compares this rank's captures, output and residual with the reference. `seen` gets, per token,
+// whether its output row (first `total` entries) and its residual row (the rest) were compared.
+Comparison check(const ForwardOutput& out, const ReferenceOutput& ref, Tolerance tol, std::vector<double>& seen) {
   Comparison c;
   for (const CapturedResidual& captured : out.captures) {
     Comparison k = compare_rows(captured.value.view, ref.stage_residuals[static_cast<size_t>(captured.stage)].view,
@@ -123,22 +125,25 @@ Comparison check(const ForwardOutput& out, const ReferenceOutput& ref, Tolerance
     c.merge(k);
   }
   if (!out.has_output) return c;
-  c.merge(compare_rows(out.output.view, ref.output, out.token_ids, tol));
+  const Comparison o = compare_rows(out.output.view, ref.output, out.token_ids, tol);
   Comparison r = compare_rows(out.residual.view, ref.residual, out.token_ids, tol);
   if (!r.first_mismatch.empty()) r.first_mismatch = "residual " + r.first_mismatch;
+  const size_t total = seen.size() / 2;
+  for (int64_t token : o.tokens) seen[static_cast<size_t>(token)] = 1;
+  for (int64_t token : r.tokens) seen[total + static_cast<size_t>(token)] = 1;
+  c.merge(o);
   c.merge(r);
   return c;
 }
 
-// How many of the batch's tokens some rank compared (output and residual rows): every token must
-// be, or a run that compared nothing (no output anywhere, rows cut short) would pass.
-int64_t tokens_compared(comm::Communicator& world, const ForwardOutput& out, int64_t total) {
-  std::vector<double> seen(static_cast<size_t>(total), 0.0);
-  if (out.has_output)
-    for (int64_t token : out.token_ids)
-      if (token >= 0 && token < total) seen[static_cast<size_t>(token)] = 1.0;
+// How many of the batch's tokens some rank compared, output and residual rows both: every token
+// must be, or a run that compared nothing (no output anywhere, rows cut short) would pass.
+int64_t tokens_compared(comm::Communicator& world, std::vector<double>& seen) {
   world.all_reduce(seen.data(), seen.data(), seen.size(), DType::f64, ReduceOp::max).wait();
-  return static_cast<int64_t>(std::count(seen.begin(), seen.end(), 1.0));
+  const size_t total = seen.size() / 2;
+  int64_t both = 0;
+  for (size_t t = 0; t < total; ++t) both += seen[t] == 1 && seen[total + t] == 1;
+  return both;
 }
 
 int run(int argc, char** argv) {
@@ -181,7 +186,8 @@ int run(int argc, char** argv) {
   const int64_t total = std::accumulate(args.tokens.begin(), args.tokens.end(), int64_t{0});
   const ReferenceOutput ref = run_reference(model, total);
   const Tolerance tol = Tolerance::for_dtype(args.dtype, model.stage_count());
-  const Comparison mine = check(out, ref, tol);
+  std::vector<double> seen(2 * static_cast<size_t>(total), 0.0);
+  const Comparison mine = check(out, ref, tol, seen);
   if (!mine.ok())
     std::fprintf(stderr, "[rank %d] MISMATCH: %lld of %lld values, first at %s\n", world->rank(),
                  static_cast<long long>(mine.mismatched), static_cast<long long>(mine.checked), mine.first_mismatch.c_str());
@@ -198,7 +204,7 @@ int run(int argc, char** argv) {
     max_err = std::max(max_err, all[4 * r + 2]);
     max_row_err = std::max(max_row_err, all[4 * r + 3]);
   }
-  const int64_t compared = tokens_compared(*world, out, total);
+  const int64_t compared = tokens_compared(*world, seen);
   const bool pass = mismatched == 0 && compared == total;
   if (lead) {
     if (!args.quiet) print_traffic(traffic, world->size());
