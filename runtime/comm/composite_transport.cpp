@@ -1,14 +1,32 @@
 #include "runtime/comm/composite_transport.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 namespace seam::comm {
 
 CompositeTransport::CompositeTransport(std::unique_ptr<shm::ShmTransport> shm,
-                                       std::unique_ptr<transport::Transport> remote)
+                                       std::unique_ptr<ucx::UcxTransport> remote)
     : shm_(std::move(shm)), remote_(std::move(remote)) {
   local_.resize(static_cast<size_t>(shm_->size()));
   for (int r = 0; r < shm_->size(); ++r) local_[static_cast<size_t>(r)] = shm_->is_local(r);
+  stop_fd_ = eventfd(0, EFD_CLOEXEC);
+  watcher_ = std::thread([this] { watch_remote(); });
+}
+
+CompositeTransport::~CompositeTransport() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t w = write(stop_fd_, &one, sizeof(one));
+  watcher_.join();
+  close(stop_fd_);
 }
 
 bool CompositeTransport::progress() {
@@ -18,10 +36,30 @@ bool CompositeTransport::progress() {
 }
 
 void CompositeTransport::wait_for_activity(std::chrono::microseconds max) {
-  // One thread cannot sleep on the shm futex and UCX's fd at once: sleep on the futex in short
-  // slices and let the driver's progress() look at UCX between them.
-  if (remote_->progress()) return;
-  shm_->wait_for_activity(std::min(max, std::chrono::microseconds(100)));
+  if (!remote_->arm()) return;  // UCX has events: progress them instead of sleeping
+  {
+    std::lock_guard lk(mu_);
+    watching_ = true;
+  }
+  cv_.notify_one();
+  shm_->wait_for_activity(max);
+  watching_ = false;
+}
+
+void CompositeTransport::watch_remote() {
+  const int me = shm_->rank();
+  std::unique_lock lk(mu_);
+  while (true) {
+    cv_.wait(lk, [&] { return stop_ || watching_; });
+    if (stop_) return;
+    lk.unlock();
+    pollfd fds[2] = {{remote_->event_fd(), POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    // Bounded so a stale readable fd cannot keep us spinning: the owner re-arms every wait.
+    int n = poll(fds, 2, 10);
+    if (n > 0 && (fds[0].revents & POLLIN) && watching_.exchange(false)) shm_->notify(me);
+    lk.lock();
+    if (n > 0 && (fds[0].revents & POLLIN)) watching_ = false;
+  }
 }
 
 }  // namespace seam::comm

@@ -1,17 +1,25 @@
 // Shared memory to the peers on this host, UCX to the others: one Transport routing by peer.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "transports/shm/shm_transport.h"
 #include "transports/transport.h"
+#include "transports/ucx/ucx_transport.h"
 
 namespace seam::comm {
 
+/// Waiting sleeps on the shm futex; a helper thread watches UCX's wake-up fd meanwhile and rings
+/// this rank's own shm doorbell when UCX has something, so neither path waits for a time slice.
 class CompositeTransport final : public transport::Transport {
  public:
-  CompositeTransport(std::unique_ptr<shm::ShmTransport> shm, std::unique_ptr<transport::Transport> remote);
+  CompositeTransport(std::unique_ptr<shm::ShmTransport> shm, std::unique_ptr<ucx::UcxTransport> remote);
+  ~CompositeTransport() override;
   std::string_view name() const override { return "shm+ucx"; }
   int rank() const override { return shm_->rank(); }
   int size() const override { return shm_->size(); }
@@ -30,9 +38,18 @@ class CompositeTransport final : public transport::Transport {
   transport::Transport& route(int peer) {
     return local_[static_cast<size_t>(peer)] ? static_cast<transport::Transport&>(*shm_) : *remote_;
   }
+  void watch_remote();
+
   std::unique_ptr<shm::ShmTransport> shm_;
-  std::unique_ptr<transport::Transport> remote_;
+  std::unique_ptr<ucx::UcxTransport> remote_;
   std::vector<char> local_;
+  // The helper thread: watches remote_->event_fd() while `watching_`.
+  std::thread watcher_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::atomic<bool> watching_{false};
+  bool stop_ = false;
+  int stop_fd_ = -1;
 };
 
 }  // namespace seam::comm

@@ -348,6 +348,13 @@ class UcxTransportImpl final : public UcxTransport {
     return !peer(r).dead;
   }
 
+  bool arm() override {
+    check_peers();
+    if (ucp_worker_progress(worker_)) return false;
+    return ucp_worker_arm(worker_) == UCS_OK;
+  }
+  int event_fd() const override { return efd_; }
+
   void check_peers(bool force = false) {
     auto now = Clock::now();
     if (!force && now - last_check_ < kPeerCheckInterval) return;

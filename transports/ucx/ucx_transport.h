@@ -26,6 +26,11 @@ class UcxTransport : public transport::Transport {
                                               std::chrono::milliseconds timeout);
   /// UCX's transports in use (e.g. "tcp,posix,sysv,cma,self") for logs and seam_info.
   virtual std::string describe() const = 0;
+  /// For a caller that sleeps on something else too (the shm+ucx composite): arms the worker's
+  /// wake-up; false when events are already waiting (progress instead of sleeping). Once armed,
+  /// event_fd() becomes readable when something arrives.
+  virtual bool arm() = 0;
+  virtual int event_fd() const = 0;
 };
 
 /// UCX's version string (for seam_info and logs).
