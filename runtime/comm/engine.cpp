@@ -93,6 +93,13 @@ void Engine::abort(const std::string& reason, int peer) {
     o->status = WorkState::Status::failed;
   }
   outstanding_.clear();
+  if (broadcast_abort) {
+    try {
+      broadcast_abort(reason);
+    } catch (...) {
+      // best effort: the peers still fail by their own detection or deadline
+    }
+  }
 }
 
 void Engine::step_all() {
@@ -119,7 +126,7 @@ void Engine::step_all() {
       int m = w.blocking_peer();
       if (m >= 0 && m != transport_->rank() && !transport_->peer_alive(m)) {
         fail(w, std::make_exception_ptr(CommError(
-                    "rank " + std::to_string(m) + " is dead (its process exited or its connection broke)", m)));
+                    "lost rank " + std::to_string(m) + " (it died, aborted, or its connection broke)", m)));
         return;  // aborted: outstanding_ is empty now
       }
     }
