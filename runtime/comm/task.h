@@ -5,6 +5,7 @@
 #pragma once
 
 #include <coroutine>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <initializer_list>
@@ -64,10 +65,18 @@ class Task {
     while (!handle_.done()) {
       if (p.waiting && !p.waiting->ready()) return false;
       p.waiting = nullptr;
+      ++resumptions_on_this_thread();
       handle_.resume();
     }
     if (p.error) std::rethrow_exception(p.error);
     return true;
+  }
+
+  /// How many times tasks were resumed on this thread: the driver counts a resumption as
+  /// activity (the task may have copied, reduced and published without any transport moving).
+  static uint64_t& resumptions_on_this_thread() {
+    static thread_local uint64_t count = 0;
+    return count;
   }
 
   /// Peer the task is blocked on (-1 if none known).
