@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,6 +74,8 @@ class Engine {
   void reserve_contexts(uint32_t up_to_exclusive);
   std::string transport_name;             ///< "shm", "ucx" or "shm+ucx"
   shm::ShmTransport* shm = nullptr;       ///< the shm transport, when there is one
+  /// Tells the other ranks this one aborted, so they fail at once rather than at their deadline.
+  std::function<void(const std::string&)> broadcast_abort;
   std::vector<std::string> peer_transport;  ///< per world rank
 
  private:

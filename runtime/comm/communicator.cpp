@@ -184,6 +184,7 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
   std::unique_ptr<transport::Transport> t;
   std::string name;
   shm::ShmTransport* shm_raw = shm.get();
+  ucx::UcxTransport* ucx_raw = ucx.get();
   if (shm && ucx) {
     name = "shm+ucx";
     t = std::make_unique<CompositeTransport>(std::move(shm), std::move(ucx));
@@ -206,6 +207,10 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
   auto engine = std::make_shared<Engine>(std::make_shared<OwningTransport>(std::move(bs), std::move(t)), cfg);
   engine->transport_name = name;
   engine->shm = shm_raw;
+  engine->broadcast_abort = [shm_raw, ucx_raw](const std::string& reason) {
+    if (shm_raw) shm_raw->broadcast_abort(reason);
+    if (ucx_raw) ucx_raw->broadcast_abort(reason);
+  };
   engine->peer_transport = std::move(per_peer);
   auto members = std::make_shared<std::vector<int>>(static_cast<size_t>(size));
   std::iota(members->begin(), members->end(), 0);

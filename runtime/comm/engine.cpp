@@ -156,17 +156,17 @@ void Engine::drive(WorkState& w) {
   if (w.status != WorkState::Status::pending) return;
   const auto spin = std::chrono::microseconds(config_.spin_us);
   auto spin_end = Clock::now() + spin;
-  bool first_step = true;
   while (w.status == WorkState::Status::pending) {
+    const uint64_t resumed_before = comm::Task::resumptions_on_this_thread();
     bool moved = transport_->progress();
     step_all();
     if (w.status != WorkState::Status::pending) break;
     auto now = Clock::now();
-    // The spin window starts once the first step has run (it may copy a large input and publish
-    // it): shared-memory schedules only ring peers that waited longer than half a spin since they
-    // published, so a rank must not go to sleep sooner than that.
-    if (moved || first_step) spin_end = now + spin;
-    first_step = false;
+    // The spin window restarts whenever the transport moved or a task advanced (it may have
+    // copied or reduced a large block and then published a flag): shared-memory schedules only
+    // ring peers that waited longer than half a spin since they published, so a rank must not
+    // go to sleep sooner than that.
+    if (moved || comm::Task::resumptions_on_this_thread() != resumed_before) spin_end = now + spin;
     if (now < spin_end) {
       cpu_relax();
       continue;

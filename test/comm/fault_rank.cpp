@@ -3,6 +3,8 @@
 // exit with status 3; seam_local_launcher checks the statuses and how soon after the death.
 //   comm_fault_rank --victim R --at K [--iters N] [--count C]
 // --victim -1: nobody dies (a link is cut from outside instead); loops until an error.
+// --linger-ms L: after the error, stay alive L ms before exiting (as an engine that reports and
+// cleans up would); peers must then learn of the failure from its abort notice, not its exit.
 #include <signal.h>
 
 #include <chrono>
@@ -10,13 +12,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "layouts/errors.h"
 #include "runtime/comm/communicator.h"
 
 int main(int argc, char** argv) {
-  int victim = 1, at = 20, iters = 1000000;
+  int victim = 1, at = 20, iters = 1000000, linger_ms = 0;
   size_t count = 4096;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -24,6 +27,7 @@ int main(int argc, char** argv) {
     else if (a == "--at") at = std::atoi(argv[i + 1]);
     else if (a == "--iters") iters = std::atoi(argv[i + 1]);
     else if (a == "--count") count = static_cast<size_t>(std::atol(argv[i + 1]));
+    else if (a == "--linger-ms") linger_ms = std::atoi(argv[i + 1]);
   }
   int rank = -1, i = 0;
   try {
@@ -40,6 +44,7 @@ int main(int argc, char** argv) {
     }
   } catch (const seam::CommError& e) {
     std::fprintf(stderr, "[rank %d] CommError at iteration %d (peer %d): %s\n", rank, i, e.peer(), e.what());
+    if (linger_ms) std::this_thread::sleep_for(std::chrono::milliseconds(linger_ms));
     return 3;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[rank %d] unexpected error at iteration %d: %s\n", rank, i, e.what());

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -45,6 +46,10 @@ struct alignas(64) SegmentHeader {
   uint64_t magic;
   uint64_t nlocal;
   uint64_t ring_bytes;
+  // Abort notice: the first local rank that aborts claims it, writes why, then publishes its rank.
+  std::atomic<int32_t> abort_claim;   // 0 free, 1 claimed
+  std::atomic<int32_t> abort_origin;  // world rank + 1 once published, 0 before
+  char abort_reason[448];
 };
 
 struct alignas(64) RankArea {
@@ -151,6 +156,7 @@ class ShmTransportImpl final : public ShmTransport {
     const size_t n = local_.size();
     auto* base = static_cast<char*>(seg_->data());
     auto* header = reinterpret_cast<SegmentHeader*>(base);
+    header_ = header;
     ring_bytes_ = header->ring_bytes;
     mask_ = ring_bytes_ - 1;
     auto* areas = reinterpret_cast<RankArea*>(base + sizeof(SegmentHeader));
@@ -474,6 +480,7 @@ class ShmTransportImpl final : public ShmTransport {
   // ---- progress, waiting, failure ----------------------------------------------------------
 
   bool progress() override {
+    if (header_->abort_origin.load(std::memory_order_relaxed) != 0) [[unlikely]] check_abort();
     bool moved = false;
     for (auto& p : peers_) {
       moved |= pump_in(p);
@@ -485,6 +492,7 @@ class ShmTransportImpl final : public ShmTransport {
   }
 
   bool has_activity() {
+    if (header_->abort_origin.load(std::memory_order_acquire) != 0 && !abort_seen_) return true;
     for (auto& p : peers_) {
       if (p.in.ctl->tail.load(std::memory_order_acquire) != p.in.head) return true;
       if (!p.out.queue.empty() && p.out.ctl->head.load(std::memory_order_acquire) != p.out.head_seen)
@@ -495,6 +503,7 @@ class ShmTransportImpl final : public ShmTransport {
 
   void wait_for_activity(std::chrono::microseconds max) override {
     check_peers();
+    check_abort();
     if (has_activity()) return;
     my_area_->sleeping.store(1, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -505,6 +514,41 @@ class ShmTransportImpl final : public ShmTransport {
       futex(&my_area_->doorbell, FUTEX_WAIT, seen_doorbell_, &ts);
     }
     my_area_->sleeping.store(0, std::memory_order_relaxed);
+  }
+
+  void broadcast_abort(const std::string& reason) override {
+    if (abort_seen_) return;  // someone else's abort: it reached every local rank already
+    abort_seen_ = true;
+    int32_t free = 0;
+    if (!header_->abort_claim.compare_exchange_strong(free, 1)) return;
+    std::snprintf(header_->abort_reason, sizeof(header_->abort_reason), "%s", reason.c_str());
+    header_->abort_origin.store(rank_ + 1, std::memory_order_release);
+    for (auto& p : peers_)
+      if (p.world_rank != rank_) ring_doorbell(*p.area);
+  }
+
+  /// Another local rank aborted: everything pending fails, every peer counts as lost.
+  void check_abort() {
+    const int32_t origin = header_->abort_origin.load(std::memory_order_acquire) - 1;
+    if (origin < 0 || abort_seen_) return;
+    abort_seen_ = true;
+    const std::string why = "seam shm: rank " + std::to_string(origin) + " aborted the job: " +
+                            std::string(header_->abort_reason, strnlen(header_->abort_reason, sizeof(header_->abort_reason)));
+    log().debug("{}", why);
+    for (auto& p : peers_) {
+      if (p.world_rank == rank_ || p.dead) continue;
+      pump_in(p);
+      p.dead = true;
+      p.death = why;
+      for (auto& r : p.in.posted) r->fail(why);
+      p.in.posted.clear();
+      if (p.in.target) p.in.target->fail(why);
+      p.in.target.reset();
+      for (auto& q : p.out.queue) q->fail(why);
+      p.out.queue.clear();
+      for (auto& q : p.out.awaiting_ack) q->fail(why);
+      p.out.awaiting_ack.clear();
+    }
   }
 
   void notify(int world_rank) override {
@@ -635,6 +679,8 @@ class ShmTransportImpl final : public ShmTransport {
   size_t ring_bytes_ = 0, mask_ = 0;
   size_t me_ = 0;
   RankArea* my_area_ = nullptr;
+  SegmentHeader* header_ = nullptr;
+  bool abort_seen_ = false;
   std::vector<Peer> peers_;
   uint32_t seen_doorbell_ = 0;
   uint64_t progress_calls_ = 0;
@@ -668,6 +714,8 @@ std::unique_ptr<ShmTransport> ShmTransport::create(transport::AddressExchange& e
       h->magic = kMagic;
       h->nlocal = n;
       h->ring_bytes = ring_bytes;
+      h->abort_claim.store(0);
+      h->abort_origin.store(0);
     } catch (const CommError& e) {
       error = e.what();
     }

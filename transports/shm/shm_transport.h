@@ -50,6 +50,10 @@ class ShmTransport : public transport::Transport {
   /// the name is unlinked before it returns. `key` tells concurrent requests apart.
   virtual std::shared_ptr<SharedSegment> map_shared(std::span<const int> members, size_t bytes,
                                                     uint32_t key) = 0;
+  /// Tells every local rank that this rank aborted (why): their pending requests fail with it,
+  /// so they stop at once instead of at their deadline. Idempotent; ignored when the abort came
+  /// from another rank.
+  virtual void broadcast_abort(const std::string& reason) = 0;
 };
 
 }  // namespace seam::shm

@@ -22,6 +22,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kTagMask48 = (uint64_t(1) << kTagBits) - 1;
+/// Reserved tag of abort notices (the communicator's tags never reach it: kind 3 is unused).
+constexpr uint64_t kAbortTag = kTagMask48;
 constexpr auto kPeerCheckInterval = std::chrono::milliseconds(5);
 
 std::string status_text(ucs_status_t s) { return ucs_status_string(s); }
@@ -130,6 +132,7 @@ class UcxTransportImpl final : public UcxTransport {
                             "): " + status_text(s),
                         r);
     }
+    post_abort_receive();
     log().debug("ucx: rank {} of {}: worker address {} bytes, {} endpoints", rank_, size_, mine.size(), size_);
   }
 
@@ -139,6 +142,7 @@ class UcxTransportImpl final : public UcxTransport {
       context_ = nullptr;
       return;
     }
+    if (abort_request_) ucp_request_cancel(worker_, abort_request_);  // on_abort_notice frees it
     // Anything still pending means the job is being torn down after a failure: cancel receives,
     // force-close every endpoint (a flush could wait forever on a cut link), and give UCX a
     // moment to call back. Otherwise close gracefully (flush), bounded.
@@ -302,6 +306,56 @@ class UcxTransportImpl final : public UcxTransport {
     finish(r, request);
   }
 
+  // ---- abort notices -------------------------------------------------------------------------
+
+  /// One receive, from any source, for the reserved abort tag.
+  void post_abort_receive() {
+    ucp_request_param_t prm{};
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    prm.cb.recv = &UcxTransportImpl::on_abort_notice;
+    prm.user_data = this;
+    void* r = ucp_tag_recv_nbx(worker_, abort_buffer_, sizeof(abort_buffer_), kAbortTag, kTagMask48, &prm);
+    abort_request_ = UCS_PTR_IS_PTR(r) ? r : nullptr;
+  }
+
+  static void on_abort_notice(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user_data) {
+    auto* t = static_cast<UcxTransportImpl*>(user_data);
+    t->abort_request_ = nullptr;
+    ucp_request_free(request);
+    if (status != UCS_OK || t->abort_seen_) return;
+    t->abort_seen_ = true;
+    // "<origin rank>\n<reason>"
+    const std::string notice(t->abort_buffer_, std::min(info->length, sizeof(t->abort_buffer_)));
+    const auto nl = notice.find('\n');
+    const std::string why = "seam ucx: rank " + notice.substr(0, nl) + " aborted the job: " +
+                            (nl == std::string::npos ? std::string() : notice.substr(nl + 1));
+    log().debug("{}", why);
+    for (auto& p : t->peers_)
+      if (p.rank != t->rank_) t->mark_dead(p, why);
+  }
+
+  void broadcast_abort(const std::string& reason) override {
+    if (abort_seen_) return;  // someone else's abort, already sent to everyone
+    abort_seen_ = true;
+    abort_message_ = (std::to_string(rank_) + "\n" + reason).substr(0, sizeof(abort_buffer_));
+    std::vector<void*> sends;
+    for (auto& p : peers_) {
+      if (p.rank == rank_ || p.dead || !p.ep) continue;
+      ucp_request_param_t prm{};
+      void* r = ucp_tag_send_nbx(p.ep, abort_message_.data(), abort_message_.size(), wire_tag(rank_, kAbortTag), &prm);
+      if (UCS_PTR_IS_PTR(r)) sends.push_back(r);
+    }
+    // Push them out (bounded: a peer behind a cut link never takes its notice).
+    const auto deadline = Clock::now() + std::chrono::milliseconds(100);
+    auto pending = [&] {
+      for (void* r : sends)
+        if (ucp_request_check_status(r) == UCS_INPROGRESS) return true;
+      return false;
+    };
+    while (pending() && Clock::now() < deadline) ucp_worker_progress(worker_);
+    for (void* r : sends) ucp_request_free(r);
+  }
+
   static void on_ep_error(void* arg, ucp_ep_h, ucs_status_t status) {
     auto* p = static_cast<Peer*>(arg);
     p->transport->mark_dead(*p, "seam ucx: connection to rank " + std::to_string(p->rank) + " (host " + p->host +
@@ -379,6 +433,10 @@ class UcxTransportImpl final : public UcxTransport {
   ucp_worker_h worker_ = nullptr;
   int efd_ = -1;
   uint64_t progress_calls_ = 0;
+  void* abort_request_ = nullptr;
+  char abort_buffer_[448];
+  std::string abort_message_;
+  bool abort_seen_ = false;
   Clock::time_point last_check_{};
 };
 

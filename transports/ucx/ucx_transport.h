@@ -13,6 +13,7 @@
 namespace seam::ucx {
 
 /// Transport tags may use the low kTagBits bits; the UCX tag carries the source rank above them.
+/// The tag with all 48 bits set is reserved (abort notices).
 constexpr int kTagBits = 48;
 
 class UcxTransport : public transport::Transport {
@@ -31,6 +32,9 @@ class UcxTransport : public transport::Transport {
   /// event_fd() becomes readable when something arrives.
   virtual bool arm() = 0;
   virtual int event_fd() const = 0;
+  /// Tells every peer that this rank aborted (why): their pending requests fail with it. Ignored
+  /// when the abort came from another rank.
+  virtual void broadcast_abort(const std::string& reason) = 0;
 };
 
 /// UCX's version string (for seam_info and logs).
