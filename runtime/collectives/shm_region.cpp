@@ -139,6 +139,7 @@ uint64_t ShmRegion::arrive(int phase, int rank, uint64_t round, bool wake_all) {
         wake_all || now - flags(p)->waiting_since.load(std::memory_order_relaxed) > asleep_after;
     if (may_sleep) wake |= uint64_t{1} << p;
   }
+  if (ranks_ > 64) wake = ~uint64_t{0};
   arrivals()->last[phase][round % 2].store(rank, std::memory_order_relaxed);
   arrivals()->woken[phase][round % 2].store(wake, std::memory_order_relaxed);
   return wake;

@@ -90,8 +90,12 @@ class Doorbells {
   bool wake_all() const { return wake_all_; }
   /// After publishing: the last rank rings those the region says to wake.
   void ring(uint64_t wake) {
-    for (int p = 0; p < g_.size() && wake; ++p)
-      if (wake >> p & 1 || p >= 64)
+    if (wake == 0) return;
+    // Beyond 64 ranks the mask cannot name them: the region then asks the last rank to wake
+    // everyone else (ShmRegion::arrive / woken).
+    const bool everyone = g_.size() > 64;
+    for (int p = 0; p < g_.size(); ++p)
+      if (p != g_.rank() && (everyone || (wake >> p & 1)))
         sends_.push_back(g_.isend(p, kDoorbellStep, &kRingToken, 1));
   }
   /// After every rank published: expect the last one's ring if it rang this rank.
