@@ -125,6 +125,18 @@ void Engine::step_all() {
       // peer it waits for counts: a peer that finished its part and exited is no failure.
       int m = w.blocking_peer();
       if (m >= 0 && m != transport_->rank() && !transport_->peer_alive(m)) {
+        // It may have delivered everything it owed before exiting (the transport took what it
+        // had sent when it noticed): look again before calling it lost.
+        try {
+          if (w.step()) {
+            w.status = WorkState::Status::done;
+            continue;
+          }
+        } catch (...) {
+          fail(w, std::current_exception());
+          return;  // aborted (or a local error): the caller loops again
+        }
+        if (w.blocking_peer() != m) continue;
         fail(w, std::make_exception_ptr(CommError(
                     "lost rank " + std::to_string(m) + " (it died, aborted, or its connection broke)", m)));
         return;  // aborted: outstanding_ is empty now

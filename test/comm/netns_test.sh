@@ -19,8 +19,10 @@ trap cleanup EXIT
 if ! ip netns add "$a" 2> /dev/null || ! ip netns add "$b" 2> /dev/null; then
   echo "SKIP: cannot create network namespaces here"; exit 77
 fi
+if ! ip link add "va$$" type veth peer name "vb$$" 2> /dev/null; then
+  echo "SKIP: cannot create a veth pair here"; exit 77
+fi
 set -e
-ip link add "va$$" type veth peer name "vb$$"
 ip link set "va$$" netns "$a"
 ip link set "vb$$" netns "$b"
 # The same device name in both namespaces, so one UCX_NET_DEVICES fits every rank.
