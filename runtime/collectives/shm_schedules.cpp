@@ -4,11 +4,14 @@
 // pass (one rounding for half types, the same bits on every rank), a gather copies them into
 // place. Rounds are sized to the slot (SEAM_CHUNK_BYTES), so a round's data stays in cache
 // between the copy-in and the reads. Large calls skip the slots where the ranks may read each
-// other's memory (single-copy): each rank reads the peers' user buffers directly.
+// other's memory and SEAM_SHM_SINGLE_COPY_BYTES asks for it (single-copy): each rank reads the
+// peers' user buffers directly.
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/reduce/cache_size.h"
 #include "kernels/reduce/reduce.h"
+#include "layouts/config.h"
 #include "layouts/log.h"
 #include "runtime/collectives/receive.h"
 #include "runtime/collectives/blocks.h"
@@ -30,9 +33,6 @@ CallSignature signature_of(Collective c, DType dtype, ReduceOp op, size_t total,
 
 size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
-/// Results of calls moving at least this much reach the user's buffer through non-temporal
-/// stores when this rank has not just read the destination lines (out-of-place reductions,
-/// gathers): writing them through the cache would first read every line from memory.
 /// The ranks in the order rank `me` visits them: me + 1, me + 2, ... (and me last when
 /// `with_me`), so that ranks in step read from different peers, not all from rank 0 at once
 /// (single-copy reads of one process serialise on its page tables).
@@ -47,13 +47,21 @@ std::vector<int> peers_from(int me, int n, bool with_me) {
 /// every rank is quicker.
 constexpr size_t kSharesBytes = 32 * 1024;
 
-/// (Measured on a 2-rank Xeon: from 1 MiB, 1.2-1.5x faster out-of-place; below, the result is
-/// better left in cache for whoever reads it next.)
-constexpr size_t kStreamingBytes = size_t{1} << 20;
+/// Results reach the user's buffer through non-temporal stores when the call's buffers on all
+/// local ranks (`bytes` each) overflow the last-level cache twice over and this rank has not
+/// just read the destination lines (out-of-place reductions, gathers): writing through the
+/// cache would then first read every line from memory. Smaller results stay in cache for
+/// whoever reads them next. (2 ranks on a 32 MiB-L3 EPYC: cached stores 1.2-1.6x faster from
+/// 1 to 16 MiB, streaming ones 1.25x faster at 64 MiB all-gather.)
+kernels::Store store_for(size_t bytes, int ranks, bool destination_cached) {
+  const bool overflows = bytes * static_cast<size_t>(ranks) > 2 * kernels::last_level_cache_bytes();
+  return !destination_cached && overflows ? kernels::Store::streaming : kernels::Store::cached;
+}
 
-kernels::Store store_for(size_t bytes, bool destination_cached) {
-  return !destination_cached && bytes >= kStreamingBytes ? kernels::Store::streaming
-                                                         : kernels::Store::cached;
+/// Whether a call of `bytes` reads the peers' buffers directly (see Config::shm_single_copy_bytes).
+bool use_single_copy(const ShmRegion& region, size_t bytes) {
+  const size_t threshold = Config::get().shm_single_copy_bytes;
+  return region.single_copy() && threshold != 0 && bytes >= threshold;
 }
 
 /// Block j is cut into `rounds` pieces of `piece[j]` elements (the last ones shorter or empty).
@@ -117,13 +125,6 @@ class Doorbells {
   std::vector<ExpectedReceive> receives_;
 };
 
-/// From these sizes, reductions read the peers' pieces straight out of their user buffers
-/// (process_vm_readv) instead of every rank first copying its whole input into its slot: the
-/// copy-in and the slot's trip to the other core's cache were most of the time at large sizes.
-/// Below, the three waits of the single-copy schedules and the per-read system calls cost more.
-constexpr size_t kSingleCopyAllReduceBytes = 1 << 20;
-constexpr size_t kSingleCopyReduceScatterBytes = 1 << 20;
-
 /// Single-copy reads move this much per peer and call: the peers' pieces of one chunk sit in
 /// L2 when the fold reads them.
 constexpr size_t kSingleCopyChunkBytes = 64 * 1024;
@@ -174,7 +175,7 @@ comm::Task single_copy_all_reduce(Group& g, RegionLease& region, const char* sen
   doorbells.expect(*region, inputs, false);
   // In place, this rank overwrites only its own share of send, which no peer reads.
   fold_from_peers(*region, inputs, me, send, recv + at[me] * es, at[me], shares[me], dtype, op,
-                  store_for(count * es, send == recv));
+                  store_for(count * es, n, send == recv));
   doorbells.ring(region->publish(me, results, signature, recv, doorbells.wake_all()));
   co_await peers_published(g, *region, results, signature, "all_reduce");
   doorbells.expect(*region, results, false);
@@ -201,9 +202,8 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   }
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
-  if (region->single_copy() && count * es >= kSingleCopyAllReduceBytes) {
-    log().debug("all_reduce: shm schedule single-copy shares ({} B >= {} B)", count * es,
-                kSingleCopyAllReduceBytes);
+  if (use_single_copy(*region, count * es)) {
+    log().debug("all_reduce: shm schedule single-copy shares ({} B)", count * es);
     comm::Task reduce = single_copy_all_reduce(
         g, region, send, recv, count, dtype, op,
         signature_of(Collective::all_reduce, dtype, op, count, true));
@@ -213,19 +213,27 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   }
   const size_t per_round = region->slot_bytes() / es;
   const uint64_t rounds = ceil_div(count, per_round);
-  // From three ranks on, all but small buffers are reduced in shares (each rank folds 1/n of
-  // the round into its result slot, then every rank copies all shares): n times less reading
-  // than every rank folding everything, for one more flag wait per round.
-  const bool in_shares = n >= 3 && count * es >= kSharesBytes;
+  // All but small buffers are reduced in shares: each rank copies in the peers' shares of the
+  // round, folds its own share into its result slot, then every rank copies all shares. n times
+  // less reading than every rank folding everything, for one more flag wait per round.
+  const bool in_shares = count * es >= kSharesBytes;
   const uint64_t first = region->take_rounds(rounds);
   Doorbells doorbells(g, rounds);
   const CallSignature signature = signature_of(Collective::all_reduce, dtype, op, count);
-  const kernels::Store store = store_for(count * es, send == recv);
+  const kernels::Store store = store_for(count * es, n, send == recv);
   std::vector<const void*> sources(n);
   for (uint64_t k = 0; k < rounds; ++k) {
     const uint64_t round = first + k;
     const size_t begin = k * per_round, length = std::min(per_round, count - begin);
-    std::memcpy(region->slot(me, round), send + begin * es, length * es);
+    const auto shares = even_blocks(length, n);
+    const auto at = block_offsets(shares);
+    if (in_shares) {  // this rank's own share is read by no peer
+      std::memcpy(region->slot(me, round), send + begin * es, at[me] * es);
+      std::memcpy(region->slot(me, round) + at[me + 1] * es, send + (begin + at[me + 1]) * es,
+                  (length - at[me + 1]) * es);
+    } else {
+      std::memcpy(region->slot(me, round), send + begin * es, length * es);
+    }
     doorbells.ring(region->publish(me, round, signature, nullptr, doorbells.wake_all()));
     co_await peers_published(g, *region, round, signature, "all_reduce");
     doorbells.expect(*region, round, false);
@@ -234,8 +242,6 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
       kernels::reduce(recv + begin * es, sources, length, dtype, op, store);
       continue;
     }
-    const auto shares = even_blocks(length, n);
-    const auto at = block_offsets(shares);
     for (int p = 0; p < n; ++p)
       sources[p] = p == me ? send + (begin + at[me]) * es : region->slot(p, round) + at[me] * es;
     kernels::reduce(region->result(me, round), sources, shares[me], dtype, op);
@@ -270,7 +276,7 @@ comm::Task single_copy_reduce_scatter(Group& g, RegionLease& region, std::string
   co_await peers_published(g, *region, round, signature, collective);
   doorbells.expect(*region, round, false);
   fold_from_peers(*region, round, me, send, out, off[me], counts[me], dtype, op,
-                  store_for(off.back() * es, out == send + off[me] * es));
+                  store_for(off.back() * es, g.size(), out == send + off[me] * es));
   doorbells.ring(region->publish_result(me, round, doorbells.wake_all()));
   co_await peers_published_results(g, *region, round);
   doorbells.expect(*region, round, true);
@@ -293,9 +299,8 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
   const size_t total = off.back();
-  if (region->single_copy() && total * es >= kSingleCopyReduceScatterBytes) {
-    log().debug("{}: shm schedule single-copy ({} B >= {} B)", collective, total * es,
-                kSingleCopyReduceScatterBytes);
+  if (use_single_copy(*region, total * es)) {
+    log().debug("{}: shm schedule single-copy ({} B)", collective, total * es);
     comm::Task reduce = single_copy_reduce_scatter(
         g, region, collective, send, out, counts, dtype, op,
         signature_of(Collective::reduce_scatterv, dtype, op, total, true));
@@ -313,7 +318,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   Doorbells doorbells(g, rounds);
   const CallSignature signature =
       signature_of(Collective::reduce_scatterv, dtype, op, total);
-  const kernels::Store store = store_for(total * es, out == send + off[me] * es);
+  const kernels::Store store = store_for(total * es, n, out == send + off[me] * es);
   std::vector<const void*> sources(n);
   for (uint64_t k = 0; k < rounds; ++k) {
     const uint64_t round = first + k;
@@ -339,10 +344,6 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
 
 namespace {
 
-/// From this size, gathers read each peer's block straight out of the peer's buffer
-/// (process_vm_readv: one copy instead of two through the slots).
-constexpr size_t kSingleCopyBytes = 256 * 1024;
-
 /// Single-copy gather: every rank publishes its send buffer's address; each reads every
 /// peer's block into place, then says so; a rank returns once all have read its block.
 comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_view collective,
@@ -356,7 +357,7 @@ comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_vie
   Doorbells doorbells(g, 2);
   doorbells.ring(region->publish(me, round, signature, send, doorbells.wake_all()));
   char* own = recv + off[me] * es;
-  if (own != send) kernels::copy(own, send, counts[me] * es, kernels::Store::streaming);
+  if (own != send) kernels::copy(own, send, counts[me] * es, store_for(off.back() * es, n, false));
   co_await peers_published(g, *region, round, signature, collective);
   doorbells.expect(*region, round, false);
   for (int p : peers_from(me, n, false))
@@ -383,7 +384,7 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
-  const bool single_copy = region->single_copy() && off.back() * es >= kSingleCopyBytes;
+  const bool single_copy = use_single_copy(*region, off.back() * es);
   // The schedule is part of the signature: ranks that disagree on it fail with a mismatch.
   const CallSignature signature =
       signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, off.back(), single_copy);
@@ -399,7 +400,7 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
   const Pieces pieces = cut(counts, rounds);
   const uint64_t first = region->take_rounds(rounds);
   Doorbells doorbells(g, rounds);
-  const kernels::Store store = store_for(off.back() * es, false);
+  const kernels::Store store = store_for(off.back() * es, n, false);
   char* own = recv + off[me] * es;
   for (uint64_t k = 0; k < rounds; ++k) {
     const uint64_t round = first + k;

@@ -1,0 +1,12 @@
+// The host's cache sizes, for kernels' callers that choose between cached and streaming stores.
+#pragma once
+
+#include <cstddef>
+
+namespace seam::kernels {
+
+/// Bytes of the last-level cache shared by this CPU (sysfs; 32 MiB when it cannot be read).
+/// sysconf is not used: inside VMs it reports the host's whole cache, not this guest's share.
+size_t last_level_cache_bytes();
+
+}  // namespace seam::kernels
