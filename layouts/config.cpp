@@ -48,10 +48,9 @@ Config Config::from_env() {
   int64_t cma = env_int("SEAM_SHM_CMA_BYTES", static_cast<int64_t>(c.shm_cma_bytes));
   if (cma < 0) throw ValueError("SEAM_SHM_CMA_BYTES must be >= 0");
   c.shm_cma_bytes = static_cast<size_t>(cma);
-  int64_t single_copy =
-      env_int("SEAM_SHM_SINGLE_COPY_BYTES", static_cast<int64_t>(c.shm_single_copy_bytes));
-  if (single_copy < 0) throw ValueError("SEAM_SHM_SINGLE_COPY_BYTES must be >= 0");
-  c.shm_single_copy_bytes = static_cast<size_t>(single_copy);
+  c.shm_single_copy_bytes = env_int("SEAM_SHM_SINGLE_COPY_BYTES", c.shm_single_copy_bytes);
+  if (c.shm_single_copy_bytes < -1)
+    throw ValueError("SEAM_SHM_SINGLE_COPY_BYTES must be -1 (automatic), 0 (never) or a size");
   c.pmix_namespace = env_string("PMIX_NAMESPACE", "");
   return c;
 }
@@ -78,8 +77,9 @@ std::vector<std::string> Config::describe() const {
       "SEAM_HOSTNAME=" + (hostname.empty() ? std::string("(gethostname)") : hostname),
       "SEAM_SHM_RING_BYTES=" + std::to_string(shm_ring_bytes),
       "SEAM_SHM_CMA_BYTES=" + (shm_cma_bytes ? std::to_string(shm_cma_bytes) : std::string("0 (never)")),
-      "SEAM_SHM_SINGLE_COPY_BYTES=" +
-          (shm_single_copy_bytes ? std::to_string(shm_single_copy_bytes) : std::string("0 (never)")),
+      "SEAM_SHM_SINGLE_COPY_BYTES=" + (shm_single_copy_bytes < 0    ? std::string("-1 (automatic)")
+                                       : shm_single_copy_bytes == 0 ? std::string("0 (never)")
+                                                                    : std::to_string(shm_single_copy_bytes)),
   };
 }
 

@@ -29,9 +29,9 @@ struct Config {
   /// 0 = never [0: off by default until a hang with out-of-order tags is fixed, see transports_unit]
   size_t shm_cma_bytes = 0;
   /// SEAM_SHM_SINGLE_COPY_BYTES: shared-memory collectives of this size and more read the peers'
-  /// user buffers directly (process_vm_readv) instead of through the shared slots; 0 = never
-  /// [0: on the machines measured, the kernel's page-by-page copy ran at a third of memcpy's speed]
-  size_t shm_single_copy_bytes = 0;
+  /// user buffers directly (process_vm_readv) instead of through the shared slots; 0 = never;
+  /// -1 = automatic [from 1 MiB where the kernel's copy proves fast enough at start-up]
+  int64_t shm_single_copy_bytes = -1;
   // Set by the launcher, not by the user (read here so this stays the one place env is read).
   std::string pmix_namespace;  ///< PMIX_NAMESPACE: non-empty when started by a PMIx server (mpirun)
 

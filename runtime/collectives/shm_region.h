@@ -57,11 +57,19 @@ class ShmRegion {
 
   /// Records this process's pid for single-copy reads (set-up, before any round).
   void introduce(int rank);
-  /// Whether this process may read its peers' memory directly (process_vm_readv; probed at
+  /// Whether every rank may read its peers' memory directly (process_vm_readv; probed at
   /// set-up: containers or Yama may forbid it).
   bool single_copy() const { return single_copy_; }
-  /// Checks single_copy() by reading a known word of rank r's process.
-  void probe_single_copy(int rank);
+  /// Whether single-copy reads are also fast here: rank 0 measured the kernel's copy at set-up
+  /// (shm::kernel_copy_speed_ratio), and every rank got its verdict, so all choose alike.
+  bool single_copy_preferred() const { return single_copy_preferred_; }
+  /// Whether this process may read a known word of rank r's process.
+  bool probe_single_copy(int rank) const;
+  /// Sets the group-wide verdicts (end of set-up).
+  void decide_single_copy(bool allowed, bool preferred) {
+    single_copy_ = allowed;
+    single_copy_preferred_ = allowed && preferred;
+  }
   /// Copies `bytes` at `remote` in rank r's process to `local`. Throws CommError on failure.
   void read_from(int rank, const void* remote, void* local, size_t bytes) const;
   /// Whether rank r has published `round` (or a later one).
@@ -113,6 +121,7 @@ class ShmRegion {
   size_t slot_bytes_ = 0;
   uint64_t next_round_ = 1;
   bool single_copy_ = false;
+  bool single_copy_preferred_ = false;
 };
 
 /// Bytes of one slot: SEAM_CHUNK_BYTES, or a built-in size that keeps a round in L2.

@@ -1,0 +1,13 @@
+// How fast the kernel's cross-process copy (process_vm_readv) is on this machine, relative to a
+// user-space memcpy: it pins and maps the source page by page, which costs 2-4x memcpy's time
+// on some hosts and little on others. Single-copy schedules pay off only where it is cheap.
+#pragma once
+
+namespace seam::shm {
+
+/// process_vm_readv's bandwidth over memcpy's for a 256 KiB cache-resident buffer read from this
+/// very process, best of a few tries (measured once per process, about half a millisecond).
+/// 0 when process_vm_readv is not permitted.
+double kernel_copy_speed_ratio();
+
+}  // namespace seam::shm
