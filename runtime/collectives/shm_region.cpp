@@ -72,18 +72,33 @@ size_t region_bytes(int ranks, size_t slot_bytes) {
 constexpr double kFastKernelCopy = 0.4;
 
 /// Verdict bits rank 0 sends at the end of the set-up.
-constexpr char kSingleCopyAllowed = 1, kSingleCopyPreferred = 2;
+constexpr char kSingleCopyAllowed = 1, kSingleCopyPreferred = 2, kOversubscribed = 4;
 
-/// Rank 0 creates the segment and sends its name; the others map it and acknowledge, saying
-/// whether they may read rank 0's memory; rank 0 unlinks the name once all have it, so nothing
-/// is left behind if a rank dies later, and sends every rank the single-copy verdict.
+/// What a rank tells rank 0 when it has mapped the segment.
+struct Acknowledgement {
+  cpu_set_t affinity;  // the CPUs this rank may run on
+  char single_copy;    // whether it may read rank 0's memory
+};
+
+cpu_set_t own_affinity() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) CPU_ZERO(&set);
+  return set;
+}
+
+/// Rank 0 creates the segment and sends its name; the others map it and acknowledge, with
+/// their CPU affinity and whether they may read rank 0's memory; rank 0 unlinks the name once
+/// all have it, so nothing is left behind if a rank dies later, and sends every rank the
+/// verdicts: single-copy allowed, preferred, and whether the ranks outnumber their cores.
+/// (A rank bound to one core sees one CPU: only the union of all ranks' affinities says
+/// whether they share cores.)
 comm::Task set_up(Group& g, ShmRegion& region) {
   const int n = g.size();
   const size_t slot_bytes = shm_slot_bytes();
   const size_t bytes = region_bytes(n, slot_bytes);
   char name[kNameBytes] = {};
   char verdict = 0;
-  std::vector<char> acks_received(n);
+  std::vector<Acknowledgement> acks_received(n);
   if (g.rank() == 0) {
     auto segment = shm::SharedSegment::create(shm::unique_segment_name("coll"), bytes);
     std::strncpy(name, segment->name().c_str(), kNameBytes - 1);
@@ -93,17 +108,22 @@ comm::Task set_up(Group& g, ShmRegion& region) {
     std::vector<ExpectedReceive> acks;
     for (int p = 1; p < n; ++p) {
       sends.push_back(g.isend(p, kSetupStep, name, kNameBytes));
-      acks.push_back(post_receive(g, p, kSetupStep, &acks_received[p], 1));
+      acks.push_back(post_receive(g, p, kSetupStep, &acks_received[p], sizeof(Acknowledgement)));
     }
     co_await comm::all_of(std::move(sends));
     co_await received("shared-memory set-up", std::move(acks));
     region.unlink();
     // Rank 1 introduced itself before acknowledging.
     bool allowed = region.probe_single_copy(1);
-    for (int p = 1; p < n; ++p) allowed = allowed && acks_received[p] != 0;
+    cpu_set_t cores = own_affinity();
+    for (int p = 1; p < n; ++p) {
+      allowed = allowed && acks_received[p].single_copy != 0;
+      CPU_OR(&cores, &cores, &acks_received[p].affinity);
+    }
     const double speed = allowed ? shm::kernel_copy_speed_ratio() : 0.0;
     verdict = static_cast<char>((allowed ? kSingleCopyAllowed : 0) |
-                                (speed >= kFastKernelCopy ? kSingleCopyPreferred : 0));
+                                (speed >= kFastKernelCopy ? kSingleCopyPreferred : 0) |
+                                (n > CPU_COUNT(&cores) ? kOversubscribed : 0));
     log().debug("shared-memory set-up: the kernel's cross-process copy runs at {:.2f}x memcpy "
                 "(single-copy preferred from {:.2f}x)", speed, kFastKernelCopy);
     std::vector<transport::RequestPtr> verdicts;
@@ -113,17 +133,19 @@ comm::Task set_up(Group& g, ShmRegion& region) {
     co_await received("shared-memory set-up", post_receive(g, 0, kSetupStep, name, kNameBytes));
     region.attach(shm::SharedSegment::open(name, bytes), slot_bytes);
     region.introduce(g.rank());
-    const char allowed = region.probe_single_copy(0) ? 1 : 0;
-    std::vector<transport::RequestPtr> send{g.isend(0, kSetupStep, &allowed, 1)};
+    Acknowledgement ack{own_affinity(), static_cast<char>(region.probe_single_copy(0) ? 1 : 0)};
+    std::vector<transport::RequestPtr> send{g.isend(0, kSetupStep, &ack, sizeof ack)};
     co_await comm::all_of(std::move(send));
     co_await received("shared-memory set-up", post_receive(g, 0, kSetupStep, &verdict, 1));
   }
-  region.decide_single_copy(verdict & kSingleCopyAllowed, verdict & kSingleCopyPreferred);
-  log().debug("shared-memory region for {} ranks: {} KiB slots, single-copy reads {}", n,
+  region.decide(verdict & kSingleCopyAllowed, verdict & kSingleCopyPreferred,
+                verdict & kOversubscribed);
+  log().debug("shared-memory region for {} ranks: {} KiB slots, single-copy reads {}, {}", n,
               slot_bytes / 1024,
               region.single_copy_preferred() ? "allowed and preferred"
               : region.single_copy()         ? "allowed, not preferred"
-                                             : "not allowed");
+                                             : "not allowed",
+              region.oversubscribed() ? "more ranks than cores (waits yield)" : "a core each");
 }
 
 }  // namespace
@@ -290,11 +312,7 @@ bool PublishedAwaiter::ready() {
   if (blocking_peer() == -1) return true;
   // More local ranks than cores: the rank being waited for may need this core. Open MPI
   // yields in its polling loop in the same situation.
-  static const int cores = [] {
-    cpu_set_t set;
-    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-  }();
-  if (region->ranks() > cores) sched_yield();
+  if (region->oversubscribed()) sched_yield();
   return false;
 }
 

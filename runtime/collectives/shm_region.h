@@ -65,10 +65,14 @@ class ShmRegion {
   bool single_copy_preferred() const { return single_copy_preferred_; }
   /// Whether this process may read a known word of rank r's process.
   bool probe_single_copy(int rank) const;
+  /// Whether the local ranks outnumber the cores they may run on (the union of their CPU
+  /// affinities, gathered at set-up): waiting ranks then yield their core.
+  bool oversubscribed() const { return oversubscribed_; }
   /// Sets the group-wide verdicts (end of set-up).
-  void decide_single_copy(bool allowed, bool preferred) {
-    single_copy_ = allowed;
-    single_copy_preferred_ = allowed && preferred;
+  void decide(bool single_copy_allowed, bool single_copy_preferred, bool oversubscribed) {
+    single_copy_ = single_copy_allowed;
+    single_copy_preferred_ = single_copy_allowed && single_copy_preferred;
+    oversubscribed_ = oversubscribed;
   }
   /// Copies `bytes` at `remote` in rank r's process to `local`. Throws CommError on failure.
   void read_from(int rank, const void* remote, void* local, size_t bytes) const;
@@ -122,6 +126,7 @@ class ShmRegion {
   uint64_t next_round_ = 1;
   bool single_copy_ = false;
   bool single_copy_preferred_ = false;
+  bool oversubscribed_ = false;
 };
 
 /// Bytes of one slot: SEAM_CHUNK_BYTES, or a built-in size that keeps a round in L2.
