@@ -160,6 +160,7 @@ ShmRegion::Arrivals* ShmRegion::arrivals() const {
 }
 
 ShmRegion::Flags* ShmRegion::flags(int rank) const {
+  static_assert(sizeof(Flags) <= kFlagsBytes);
   return reinterpret_cast<Flags*>(static_cast<char*>(segment_->data()) + (1 + rank) * kFlagsBytes);
 }
 
@@ -201,11 +202,12 @@ int ShmRegion::last_to_publish(uint64_t round, bool results) const {
   return arrivals()->last[results ? 1 : 0][round % 2].load(std::memory_order_relaxed);
 }
 
-uint64_t ShmRegion::publish(int rank, uint64_t round, CallSignature signature, const void* buffer,
-                           bool wake_all) {
+uint64_t ShmRegion::publish_words(int rank, uint64_t round, CallSignature signature,
+                                 uint64_t first, uint64_t second, bool wake_all) {
   uint64_t wake = arrive(0, rank, round, wake_all);
   flags(rank)->signature[round % 2].store(signature.word, std::memory_order_relaxed);
-  flags(rank)->buffer[round % 2].store(reinterpret_cast<uint64_t>(buffer), std::memory_order_relaxed);
+  flags(rank)->words[round % 2][0].store(first, std::memory_order_relaxed);
+  flags(rank)->words[round % 2][1].store(second, std::memory_order_relaxed);
   flags(rank)->round.store(round, std::memory_order_release);
   return wake;
 }
@@ -224,8 +226,12 @@ bool ShmRegion::result_published(int rank, uint64_t round) const {
   return flags(rank)->result_round.load(std::memory_order_acquire) >= round;
 }
 
-const void* ShmRegion::buffer_of(int rank, uint64_t round) const {
-  return reinterpret_cast<const void*>(flags(rank)->buffer[round % 2].load(std::memory_order_relaxed));
+uint64_t ShmRegion::word_of(int rank, uint64_t round, int which) const {
+  return flags(rank)->words[round % 2][which].load(std::memory_order_relaxed);
+}
+
+pid_t ShmRegion::pid_of(int rank) const {
+  return static_cast<pid_t>(flags(rank)->pid.load(std::memory_order_relaxed));
 }
 
 void ShmRegion::introduce(int rank) {
@@ -243,7 +249,7 @@ bool ShmRegion::probe_single_copy(int rank) const {
 }
 
 void ShmRegion::read_from(int rank, const void* remote, void* local, size_t bytes) const {
-  const auto pid = static_cast<pid_t>(flags(rank)->pid.load(std::memory_order_relaxed));
+  const pid_t pid = pid_of(rank);
   auto* to = static_cast<char*>(local);
   auto* from = static_cast<const char*>(remote);
   while (bytes > 0) {
@@ -328,7 +334,8 @@ void PublishedAwaiter::await_resume() {
   for (int p = 0; p < region->ranks(); ++p)
     if (!(region->signature_of(p, round) == signature))
       throw MismatchError(std::string(collective) + ": rank " + std::to_string(g->world_rank(p)) +
-                          " called with other arguments (count, dtype or op) than rank " +
+                          " called with other arguments (count, dtype, op, or buffers in "
+                          "SharedHostMemory on some ranks only) than rank " +
                           std::to_string(g->world_rank(g->rank())));
 }
 

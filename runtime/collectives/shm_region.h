@@ -9,6 +9,8 @@
 // (the same order on every rank, as collective calls are).
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <utility>
 #include <cstdint>
@@ -51,9 +53,20 @@ class ShmRegion {
   /// rank), decided by the last rank to publish: every other one when `wake_all`, else those
   /// that have waited long enough to be asleep by now. Zero on the other ranks.
   uint64_t publish(int rank, uint64_t round, CallSignature signature, const void* buffer,
-                   bool wake_all);
+                   bool wake_all) {
+    return publish_words(rank, round, signature, reinterpret_cast<uint64_t>(buffer), 0, wake_all);
+  }
+  /// publish() with two words of the schedule's choosing (addresses or shared-memory handles).
+  uint64_t publish_words(int rank, uint64_t round, CallSignature signature, uint64_t first,
+                         uint64_t second, bool wake_all);
   /// The buffer address rank r published with `round`.
-  const void* buffer_of(int rank, uint64_t round) const;
+  const void* buffer_of(int rank, uint64_t round) const {
+    return reinterpret_cast<const void*>(word_of(rank, round, 0));
+  }
+  /// Word `which` (0 or 1) rank r published with `round`.
+  uint64_t word_of(int rank, uint64_t round, int which) const;
+  /// Rank r's process id (for single-copy reads and shared host memory).
+  pid_t pid_of(int rank) const;
 
   /// Records this process's pid for single-copy reads (set-up, before any round).
   void introduce(int rank);
@@ -113,7 +126,7 @@ class ShmRegion {
     std::atomic<uint64_t> round;  // last round whose slot is filled
     std::atomic<uint64_t> signature[2];  // per round parity
     std::atomic<uint64_t> result_round;  // last round whose result slot is filled
-    std::atomic<uint64_t> buffer[2];     // per round parity: a single-copy schedule's buffer
+    std::atomic<uint64_t> words[2][2];   // per round parity: a schedule's two buffer words
     std::atomic<int64_t> pid;
     std::atomic<int64_t> waiting_since;  // steady-clock ns of the rank's last publication
     std::atomic<uint64_t> probe;  // address of a known word in the process

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "layouts/dtype.h"
+#include "transports/shm/shared_host_memory.h"
 
 namespace seam::test {
 
@@ -34,7 +36,8 @@ std::vector<size_t> case_blocks(const Case& c);
 /// One rank's side of a case.
 class RankCase {
  public:
-  RankCase(const Case& c, int rank);
+  /// With `shared_memory`, the call's buffers lie in SharedHostMemory (zero-copy schedules).
+  RankCase(const Case& c, int rank, bool shared_memory = false);
   /// Issues the call on `api`: a Communicator, or anything with its collective methods.
   template <class Api>
   auto launch(Api& api);
@@ -42,10 +45,12 @@ class RankCase {
   long first_wrong() const;
 
  private:
+  void move_to_shared_memory();
   Case c_;
   int rank_;
   std::vector<size_t> blocks_, offsets_;
   std::vector<char> input_, output_;
+  std::unique_ptr<SharedHostMemory> shared_;  // copies of input_ and output_, when asked for
   const void* send_ = nullptr;
   void* recv_ = nullptr;
   std::vector<double> expected_;
@@ -68,7 +73,7 @@ auto RankCase::launch(Api& api) {
 }
 
 /// Every case of `kind` at `ranks` ranks: dtypes x ops (reductions only) x in/out-of-place x
-/// counts 0, 1, 7, 1000 x roots; with `large`, also multi-MiB f32 and bf16 sums; and for
+/// counts 0, 1, 7, 1000, 9000 x roots; with `large`, also multi-MiB f32 and bf16 sums; and for
 /// all_reduce, fractional half-type inputs.
 void for_each_case(Kind kind, int ranks, bool large, const std::function<void(const Case&)>& visit);
 

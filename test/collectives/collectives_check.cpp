@@ -1,8 +1,10 @@
 // Integration check under mpirun (or plain processes with the TCP store): the whole collective
 // matrix of collective_cases.h through the Communicator on real processes, on the world and on
 // split sub-groups (even and odd ranks). Prints each failing case and exits non-zero if any
-// rank saw a wrong result or an error.
+// rank saw a wrong result or an error. With --shared-memory every buffer lies in
+// SharedHostMemory (the zero-copy schedules).
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <memory>
 
@@ -17,11 +19,11 @@ constexpr Kind kKinds[] = {Kind::all_reduce,  Kind::reduce_scatter, Kind::reduce
                            Kind::scatterv};
 
 /// Runs every case on `comm`; returns the number of failures on this rank.
-int run_matrix(comm::Communicator& comm, const char* label, bool large) {
+int run_matrix(comm::Communicator& comm, const char* label, bool large, bool shared_memory) {
   int failures = 0;
   for (Kind kind : kKinds)
     for_each_case(kind, comm.size(), large, [&](const Case& c) {
-      RankCase rc(c, comm.rank());
+      RankCase rc(c, comm.rank(), shared_memory);
       rc.launch(comm).wait();
       long wrong = rc.first_wrong();
       if (wrong != -1 && ++failures <= 10)
@@ -35,21 +37,24 @@ int run_matrix(comm::Communicator& comm, const char* label, bool large) {
 }  // namespace
 }  // namespace seam::test
 
-int main() {
+int main(int argc, char** argv) {
   using namespace seam;
+  const bool shared_memory = argc > 1 && std::strcmp(argv[1], "--shared-memory") == 0;
   try {
     auto world = comm::Communicator::create_world();
-    int failures = test::run_matrix(*world, "world", true);
+    int failures = test::run_matrix(*world, "world", true, shared_memory);
     if (world->size() >= 3) {
       // Sub-groups: group-local ranks map to other world ranks.
       auto half = world->split(world->rank() % 2, -world->rank());
-      failures += test::run_matrix(*half, "split", false);
+      failures += test::run_matrix(*half, "split", false, shared_memory);
     }
     int total = failures;
     world->all_reduce(&total, &total, 1, DType::i32, ReduceOp::sum).wait();
     if (world->rank() == 0)
-      std::printf("collectives_check: %d ranks, transport %s: %s (%d failures)\n", world->size(),
-                  world->transport_name().c_str(), total == 0 ? "OK" : "FAILED", total);
+      std::printf("collectives_check: %d ranks, transport %s%s: %s (%d failures)\n",
+                  world->size(), world->transport_name().c_str(),
+                  shared_memory ? ", SharedHostMemory buffers" : "", total == 0 ? "OK" : "FAILED",
+                  total);
     return total == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "collectives_check: %s\n", e.what());

@@ -1,12 +1,14 @@
 // Integration check under mpirun: ranks that call all-reduce with different counts (and, where
 // the shared-memory schedules carry them in their call signature, different dtypes or ops) all
-// get a MismatchError, and the communicator stays usable afterwards.
+// get a MismatchError, as do ranks of which only some pass buffers in SharedHostMemory; and the
+// communicator stays usable afterwards.
 #include <cstdio>
 #include <exception>
 #include <vector>
 
 #include "layouts/errors.h"
 #include "runtime/comm/communicator.h"
+#include "transports/shm/shared_host_memory.h"
 
 namespace {
 
@@ -32,6 +34,24 @@ bool mismatch_detected(seam::comm::Communicator& comm, size_t count0, size_t cou
   return false;
 }
 
+/// Rank 0's buffer lies in SharedHostMemory (zero-copy schedule), the others' do not.
+bool shared_memory_mismatch_detected(seam::comm::Communicator& comm) {
+  constexpr size_t kCount = 64 * 1024;  // past the zero-copy threshold
+  auto shared = seam::SharedHostMemory::allocate(kCount * sizeof(float));
+  std::vector<float> plain(kCount, 1.0f);
+  float* buffer = comm.rank() == 0 ? static_cast<float*>(shared->data()) : plain.data();
+  try {
+    comm.all_reduce(buffer, buffer, kCount, DType::f32, ReduceOp::sum).wait();
+    std::fprintf(stderr, "rank %d: SharedHostMemory on rank 0 only: no error\n", comm.rank());
+  } catch (const seam::MismatchError&) {
+    return true;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: SharedHostMemory on rank 0 only: %s instead of a MismatchError\n",
+                 comm.rank(), e.what());
+  }
+  return false;
+}
+
 }  // namespace
 
 int main() {
@@ -46,6 +66,7 @@ int main() {
                                 ReduceOp::sum, "float vs int32");
         ok &= mismatch_detected(*comm, 64, 64, DType::f32, DType::f32, ReduceOp::sum,
                                 ReduceOp::max, "sum vs max");
+        ok &= shared_memory_mismatch_detected(*comm);
       }
       // Still usable: a matching call gives the right sum.
       double one = 1.0;

@@ -17,6 +17,7 @@ struct PerfArgs {
   bool check = true;            ///< -c 1/0: check every result against the reference
   DType dtype = DType::f32;     ///< -d float|half|bfloat16|double|int32
   ReduceOp op = ReduceOp::sum;  ///< -o sum|max|min
+  bool shared_memory = false;   ///< -R 1: buffers in SharedHostMemory (zero-copy schedules)
 };
 
 /// Parses the flags; prints usage and returns nullopt on -h or a bad flag (`ok` tells which).

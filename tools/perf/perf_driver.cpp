@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "tools/perf/mpi_baseline.h"
 #include "tools/perf/perf_args.h"
 #include "tools/perf/perf_collective.h"
+#include "transports/shm/shared_host_memory.h"
 
 namespace seam::perf {
 
@@ -55,12 +57,31 @@ double get_element(const void* buffer, size_t i, DType dtype) {
   }
 }
 
+/// A row's buffer: plain host memory, or SharedHostMemory with -R 1.
+class RowMemory {
+ public:
+  RowMemory(size_t bytes, bool shared_memory) : bytes_(bytes) {
+    if (shared_memory)
+      shared_ = SharedHostMemory::allocate(bytes);
+    else
+      plain_ = Buffer(bytes);
+  }
+  void* data() const { return shared_ ? shared_->data() : plain_.data(); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  size_t bytes_;
+  Buffer plain_;
+  std::unique_ptr<SharedHostMemory> shared_;
+};
+
 /// One rank's buffers for a row, and the pointers an out-of-place or in-place call gets.
 struct RowBuffers {
-  RowBuffers(const PerfCollective& c, const Shape& s, DType dtype, int rank)
+  RowBuffers(const PerfCollective& c, const Shape& s, DType dtype, int rank, bool shared_memory)
       : c(c), s(s), dtype(dtype), rank(rank), es(dtype_size(dtype)),
-        send(std::max<size_t>(s.send_count, 1) * es), recv(std::max<size_t>(s.recv_count, 1) * es),
-        shared(std::max<size_t>(std::max(s.send_count, s.recv_count), 1) * es) {
+        send(std::max<size_t>(s.send_count, 1) * es, shared_memory),
+        recv(std::max<size_t>(s.recv_count, 1) * es, shared_memory),
+        shared(std::max<size_t>(std::max(s.send_count, s.recv_count), 1) * es, shared_memory) {
     for (size_t j = 0; j < s.send_count; ++j) set_element(send.data(), j, dtype, input_value(rank, j));
   }
   /// Resets the in-place buffer to this rank's input (where its convention puts it).
@@ -86,7 +107,7 @@ struct RowBuffers {
   DType dtype;
   int rank;
   size_t es;
-  Buffer send, recv, shared;
+  RowMemory send, recv, shared;
 };
 
 /// Median seconds of `iters` calls after `warmup` untimed ones.
@@ -133,7 +154,7 @@ class Driver {
 
  private:
   Row measure(const Shape& s) {
-    RowBuffers b(c_, s, a_.dtype, rank_);
+    RowBuffers b(c_, s, a_.dtype, rank_, a_.shared_memory);
     Row row;
     for (bool in_place : {false, true}) {
       if (in_place) b.reset_in_place();
@@ -179,6 +200,9 @@ class Driver {
     std::printf("# time: median of -n %d iterations after -w %d, slowest rank; -c %d; "
                 "seam/mpi and %%bound use the out-of-place time\n",
                 a_.iters, a_.warmup, a_.check ? 1 : 0);
+    std::printf("# buffers: %s (both libraries run on them)\n",
+                a_.shared_memory ? "SharedHostMemory, -R 1 (Seam's zero-copy schedules)"
+                                 : "plain host memory, -R 0");
     std::printf("#\n");
     std::printf("# %10s %12s %8s %6s   %9s %7s %7s %6s   %9s %7s %7s %6s   %9s %8s %6s  %s\n", "", "",
                 "", "", "out-of-place", "", "", "", "in-place", "", "", "", "mpi", "", "", "");

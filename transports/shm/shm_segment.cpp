@@ -38,10 +38,11 @@ std::unique_ptr<SharedSegment> SharedSegment::open(const std::string& name, size
   int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) throw CommError("seam shm: cannot open segment " + name + ": " + strerror(errno));
   struct stat st {};
-  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < bytes) {
+  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < bytes || st.st_size == 0) {
     close(fd);
     throw CommError("seam shm: segment " + name + " is smaller than expected");
   }
+  if (bytes == 0) bytes = static_cast<size_t>(st.st_size);
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) throw CommError("seam shm: cannot map segment " + name + ": " + strerror(errno));

@@ -15,7 +15,8 @@ class SharedSegment {
   /// Creates (O_EXCL) a segment of `bytes`, reserving its memory up front (a full /dev/shm then
   /// fails here with a clear error rather than with SIGBUS later). Throws CommError.
   static std::unique_ptr<SharedSegment> create(const std::string& name, size_t bytes);
-  /// Maps an existing segment, checking its size. Throws CommError.
+  /// Maps an existing segment, checking its size (0: all of it, whatever its size). Throws
+  /// CommError.
   static std::unique_ptr<SharedSegment> open(const std::string& name, size_t bytes);
   ~SharedSegment();
   SharedSegment(const SharedSegment&) = delete;

@@ -1,0 +1,76 @@
+#include "runtime/collectives/shm_common.h"
+
+#include "kernels/reduce/cache_size.h"
+
+namespace seam::collectives {
+namespace {
+
+constexpr uint32_t kDoorbellStep = 0xFFF01;
+// A ring's byte means nothing; it is sent from and received into static storage, so a ring
+// still in flight when an operation fails never touches a destroyed frame.
+const char kRingToken = 0;
+char ring_sink = 0;
+
+}  // namespace
+
+CallSignature signature_of(Collective c, DType dtype, ReduceOp op, size_t total,
+                           ShmVariant variant) {
+  return {(static_cast<uint64_t>(c) << 60) | (static_cast<uint64_t>(dtype) << 56) |
+          (static_cast<uint64_t>(op) << 54) | (static_cast<uint64_t>(variant) << 52) |
+          (total & ((uint64_t{1} << 52) - 1))};
+}
+
+std::vector<int> peers_from(int me, int n, bool with_me) {
+  std::vector<int> order;
+  for (int k = 1; k < n; ++k) order.push_back((me + k) % n);
+  if (with_me) order.push_back(me);
+  return order;
+}
+
+kernels::Store store_for(size_t bytes, int ranks, bool destination_cached) {
+  const bool overflows = bytes * static_cast<size_t>(ranks) > 2 * kernels::last_level_cache_bytes();
+  return !destination_cached && overflows ? kernels::Store::streaming : kernels::Store::cached;
+}
+
+void Doorbells::ring(uint64_t wake) {
+  if (wake == 0) return;
+  // Beyond 64 ranks the mask cannot name them: the region then asks the last rank to wake
+  // everyone else (ShmRegion::arrive / woken).
+  const bool everyone = g_.size() > 64;
+  for (int p = 0; p < g_.size(); ++p)
+    if (p != g_.rank() && (everyone || (wake >> p & 1)))
+      sends_.push_back(g_.isend(p, kDoorbellStep, &kRingToken, 1));
+}
+
+void Doorbells::expect(const ShmRegion& region, uint64_t round, bool results) {
+  if (region.woken(g_.rank(), round, results))
+    receives_.push_back(post_receive(g_, region.last_to_publish(round, results), kDoorbellStep,
+                                     &ring_sink, 1));
+}
+
+comm::Task Doorbells::drain() {
+  co_await received("shared-memory doorbell", std::move(receives_));
+  co_await comm::all_of(std::move(sends_));
+}
+
+void BufferExchange::announce(uint64_t first_word, uint64_t second_word) {
+  doorbells_.ring(region_.publish_words(g_.rank(), round_, signature_, first_word, second_word,
+                                        doorbells_.wake_all()));
+}
+
+comm::Task BufferExchange::peers_ready() {
+  co_await peers_published(g_, region_, round_, signature_, collective_);
+  doorbells_.expect(region_, round_, false);
+}
+
+comm::Task BufferExchange::finish() {
+  doorbells_.ring(region_.publish_result(g_.rank(), round_, doorbells_.wake_all()));
+  co_await peers_published_results(g_, region_, round_);
+  doorbells_.expect(region_, round_, true);
+  if (!doorbells_.idle()) {
+    comm::Task drain = doorbells_.drain();
+    co_await comm::run(drain);
+  }
+}
+
+}  // namespace seam::collectives

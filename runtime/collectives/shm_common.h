@@ -1,0 +1,94 @@
+// What the shared-memory schedules (shm_schedules.cpp: through the slots or single-copy;
+// shm_zero_copy.cpp: on shared host memory) have in common: call signatures, store choice,
+// peer order, the doorbells that wake sleeping ranks, and the two waits of schedules that work
+// on the peers' own buffers.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "kernels/reduce/reduce.h"
+#include "layouts/dtype.h"
+#include "runtime/collectives/group.h"
+#include "runtime/collectives/receive.h"
+#include "runtime/collectives/selection.h"
+#include "runtime/collectives/shm_region.h"
+
+namespace seam::collectives {
+
+/// How a call moves its data; part of the signature, so ranks that disagree fail with a
+/// MismatchError instead of waiting for each other.
+enum class ShmVariant : uint64_t { slots = 0, single_copy = 1, zero_copy = 2 };
+
+/// Collective, dtype, op, the schedule variant and the element count, packed.
+CallSignature signature_of(Collective c, DType dtype, ReduceOp op, size_t total,
+                           ShmVariant variant = ShmVariant::slots);
+
+inline size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+/// The ranks in the order rank `me` visits them: me + 1, me + 2, ... (and me last when
+/// `with_me`), so that ranks in step read from different peers, not all from rank 0 at once
+/// (single-copy reads of one process serialise on its page tables).
+std::vector<int> peers_from(int me, int n, bool with_me);
+
+/// Results reach the user's buffer through non-temporal stores when the call's buffers on all
+/// local ranks (`bytes` each) overflow the last-level cache twice over and this rank has not
+/// just read the destination lines (out-of-place reductions, gathers): writing through the
+/// cache would then first read every line from memory. Smaller results stay in cache for
+/// whoever reads them next. (2 ranks on a 32 MiB-L3 EPYC: cached stores 1.2-1.6x faster from
+/// 1 to 16 MiB, streaming ones 1.25x faster at 64 MiB all-gather.)
+kernels::Store store_for(size_t bytes, int ranks, bool destination_cached);
+
+// The communicator's driver spins only while its transport moves, then sleeps until a message
+// arrives (or 1 ms passes); flags in the region move no transport. So the last rank to publish
+// a round rings, with a one-byte message, every rank that may have gone to sleep waiting (its
+// core taken by another rank on an oversubscribed host): in operations of several rounds all
+// of them, since the ring is also what keeps their drivers spinning through the next rounds;
+// in one-round operations only those that have waited for longer than half their spin. The
+// rung ranks collect their ring before the operation ends.
+class Doorbells {
+ public:
+  Doorbells(Group& g, uint64_t rounds) : g_(g), wake_all_(rounds > 1) {}
+  bool wake_all() const { return wake_all_; }
+  /// After publishing: the last rank rings those the region says to wake.
+  void ring(uint64_t wake);
+  /// After every rank published: expect the last one's ring if it rang this rank.
+  void expect(const ShmRegion& region, uint64_t round, bool results);
+  bool idle() const { return sends_.empty() && receives_.empty(); }
+  comm::Task drain();
+
+ private:
+  Group& g_;
+  bool wake_all_;
+  std::vector<transport::RequestPtr> sends_;
+  std::vector<ExpectedReceive> receives_;
+};
+
+/// The two waits of a schedule that works on the peers' own buffers in one round: every rank
+/// announces its buffers and waits for all (`announce(a, b)`, `co_await run(peers_ready())`),
+/// works on all ranks' buffers, then says it is done and waits until every rank is
+/// (`co_await run(finish())`), so no rank's buffers change while a peer still uses them.
+class BufferExchange {
+ public:
+  BufferExchange(Group& g, ShmRegion& region, CallSignature signature, std::string_view collective)
+      : g_(g), region_(region), signature_(signature), collective_(collective),
+        round_(region.take_rounds(1)), doorbells_(g, 2) {}
+  uint64_t round() const { return round_; }
+  /// Publishes this rank's two buffer words (see ShmRegion::publish_words).
+  void announce(uint64_t first_word, uint64_t second_word);
+  /// Waits for every rank's announcement and checks the signatures.
+  comm::Task peers_ready();
+  /// Publishes that this rank is done, waits for every rank, collects the doorbells.
+  comm::Task finish();
+
+ private:
+  Group& g_;
+  ShmRegion& region_;
+  CallSignature signature_;
+  std::string_view collective_;
+  uint64_t round_;
+  Doorbells doorbells_;
+};
+
+}  // namespace seam::collectives

@@ -1,0 +1,116 @@
+#include "runtime/collectives/shm_zero_copy.h"
+
+#include <algorithm>
+
+#include "kernels/reduce/reduce.h"
+#include "runtime/collectives/blocks.h"
+#include "runtime/collectives/scratch.h"
+#include "runtime/collectives/shm_common.h"
+#include "transports/shm/shared_host_memory.h"
+
+namespace seam::collectives {
+namespace {
+
+/// Work moves in chunks of this size: a folded chunk sits in L2 while it is written into every
+/// rank's output, a gathered one while it is written into every peer's.
+constexpr size_t kChunkBytes = 64 * 1024;
+
+/// Every rank's buffer named by word `which` of the exchange's round (this rank's own: `own`).
+template <typename T>
+std::vector<T*> peer_buffers(const ShmRegion& region, uint64_t round, int which, int me, T* own) {
+  std::vector<T*> buffers(region.ranks());
+  for (int p = 0; p < region.ranks(); ++p)
+    buffers[p] = p == me ? own
+                         : static_cast<T*>(shm::map_shared_handle(region.pid_of(p),
+                                                                  region.word_of(p, round, which)));
+  return buffers;
+}
+
+}  // namespace
+
+comm::Task zero_copy_all_reduce(Group& g, ShmRegion& region, const char* send, char* recv,
+                                ZeroCopyHandles handles, size_t count, DType dtype, ReduceOp op) {
+  const int n = g.size(), me = g.rank();
+  const size_t es = dtype_size(dtype);
+  BufferExchange exchange(g, region,
+                          signature_of(Collective::all_reduce, dtype, op, count, ShmVariant::zero_copy),
+                          "all_reduce");
+  exchange.announce(handles.send, handles.recv);
+  comm::Task ready = exchange.peers_ready();
+  co_await comm::run(ready);
+  const auto sends = peer_buffers(region, exchange.round(), 0, me, send);
+  const auto recvs = peer_buffers(region, exchange.round(), 1, me, recv);
+  // This rank's share of every input is read by this rank alone and its share of every output
+  // written by it alone, so in place is safe: each chunk is read from all before written to all.
+  const auto shares = even_blocks(count, n);
+  const auto at = block_offsets(shares);
+  const kernels::Store store = store_for(count * es, n, false);
+  const size_t chunk = kChunkBytes / es;
+  Scratch folded(kChunkBytes);
+  std::vector<const void*> sources(n);
+  for (size_t begin = at[me]; begin < at[me + 1]; begin += chunk) {
+    const size_t length = std::min(chunk, at[me + 1] - begin);
+    for (int p = 0; p < n; ++p) sources[p] = sends[p] + begin * es;
+    kernels::reduce(folded.data(), sources, length, dtype, op);
+    for (int p : peers_from(me, n, true))
+      kernels::copy(recvs[p] + begin * es, folded.data(), length * es, store);
+  }
+  comm::Task finish = exchange.finish();
+  co_await comm::run(finish);
+}
+
+comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_view collective,
+                                    const char* send, char* out, uint64_t send_handle,
+                                    const std::vector<size_t>& counts, DType dtype, ReduceOp op) {
+  const int n = g.size(), me = g.rank();
+  const size_t es = dtype_size(dtype);
+  const auto off = block_offsets(counts);
+  BufferExchange exchange(
+      g, region,
+      signature_of(Collective::reduce_scatterv, dtype, op, off.back(), ShmVariant::zero_copy),
+      collective);
+  exchange.announce(send_handle, 0);
+  comm::Task ready = exchange.peers_ready();
+  co_await comm::run(ready);
+  const auto sends = peer_buffers(region, exchange.round(), 0, me, send);
+  const kernels::Store store = store_for(off.back() * es, n, out == send + off[me] * es);
+  const size_t chunk = kChunkBytes / es;
+  std::vector<const void*> sources(n);
+  for (size_t begin = 0; begin < counts[me]; begin += chunk) {
+    const size_t length = std::min(chunk, counts[me] - begin);
+    for (int p = 0; p < n; ++p) sources[p] = sends[p] + (off[me] + begin) * es;
+    kernels::reduce(out + begin * es, sources, length, dtype, op, store);
+  }
+  comm::Task finish = exchange.finish();
+  co_await comm::run(finish);
+}
+
+comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view collective,
+                                const char* send, char* recv, uint64_t recv_handle,
+                                const std::vector<size_t>& counts, DType dtype) {
+  const int n = g.size(), me = g.rank();
+  const size_t es = dtype_size(dtype);
+  const auto off = block_offsets(counts);
+  BufferExchange exchange(
+      g, region,
+      signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, off.back(), ShmVariant::zero_copy),
+      collective);
+  exchange.announce(recv_handle, 0);
+  comm::Task ready = exchange.peers_ready();
+  co_await comm::run(ready);
+  const auto recvs = peer_buffers(region, exchange.round(), 0, me, recv);
+  const kernels::Store store = store_for(off.back() * es, n, false);
+  const size_t chunk = kChunkBytes / es;
+  for (size_t begin = 0; begin < counts[me]; begin += chunk) {
+    const size_t bytes = std::min(chunk, counts[me] - begin) * es;
+    const char* from = send + begin * es;
+    for (int p : peers_from(me, n, true)) {
+      char* to = recvs[p] + (off[me] + begin) * es;
+      if (to != from) kernels::copy(to, from, bytes, store);  // in place: already there
+    }
+  }
+  comm::Task finish = exchange.finish();
+  co_await comm::run(finish);
+}
+
+}  // namespace seam::collectives

@@ -1,0 +1,37 @@
+// Zero-copy schedules: for calls whose buffers lie in SharedHostMemory on every rank, each rank
+// maps its peers' buffers (once per allocation) and works on them in place. An all-reduce folds
+// this rank's share of every rank's input and writes it into every rank's output; a
+// reduce-scatter folds this rank's block out of every input; an all-gather writes this rank's
+// block into every output. Each byte is read once and written where it belongs: no slots, no
+// kernel copy. Two waits per call: the peers' buffers are announced, and all ranks are done.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "layouts/dtype.h"
+#include "runtime/collectives/group.h"
+#include "runtime/collectives/shm_region.h"
+
+namespace seam::collectives {
+
+/// The handles (shm::shared_handle_of) this rank's buffers need for a zero-copy call; 0 when
+/// they do not lie in SharedHostMemory.
+struct ZeroCopyHandles {
+  uint64_t send = 0;
+  uint64_t recv = 0;
+};
+
+comm::Task zero_copy_all_reduce(Group& g, ShmRegion& region, const char* send, char* recv,
+                                ZeroCopyHandles handles, size_t count, DType dtype, ReduceOp op);
+/// Needs handles.send (peers read this rank's input).
+comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_view collective,
+                                    const char* send, char* out, uint64_t send_handle,
+                                    const std::vector<size_t>& counts, DType dtype, ReduceOp op);
+/// Needs handles.recv (peers write their blocks into this rank's output).
+comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view collective,
+                                const char* send, char* recv, uint64_t recv_handle,
+                                const std::vector<size_t>& counts, DType dtype);
+
+}  // namespace seam::collectives

@@ -1,0 +1,88 @@
+#include "transports/shm/shared_host_memory.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "layouts/errors.h"
+#include "transports/shm/shm_segment.h"
+
+namespace seam {
+namespace {
+
+// A handle is (allocation number + 1) << kOffsetBits | offset.
+constexpr int kOffsetBits = 40;
+constexpr uint64_t kOffsetMask = (uint64_t{1} << kOffsetBits) - 1;
+
+std::string segment_name(pid_t pid, uint64_t id) {
+  return "/seam-" + std::to_string(pid) + "-host-" + std::to_string(id);
+}
+
+/// This process's live allocations (base address → number, size) and the peers' allocations
+/// it has mapped ((pid, number) → mapping).
+struct Registry {
+  std::mutex mutex;
+  std::map<uintptr_t, std::pair<uint64_t, size_t>> own;
+  std::map<std::pair<pid_t, uint64_t>, std::unique_ptr<shm::SharedSegment>> peers;
+  std::atomic<uint64_t> next_id{0};
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+}  // namespace
+
+std::unique_ptr<SharedHostMemory> SharedHostMemory::allocate(size_t bytes) {
+  if (bytes == 0) throw ValueError("SharedHostMemory::allocate: size must be positive");
+  if (bytes > kOffsetMask) throw ValueError("SharedHostMemory::allocate: at most 1 TiB per block");
+  const uint64_t id = registry().next_id++;
+  const std::string name = segment_name(getpid(), id);
+  shm_unlink(name.c_str());  // a segment left by a dead process that had this pid
+  auto segment = shm::SharedSegment::create(name, bytes);
+  std::lock_guard lock(registry().mutex);
+  registry().own[reinterpret_cast<uintptr_t>(segment->data())] = {id, bytes};
+  return std::unique_ptr<SharedHostMemory>(new SharedHostMemory(std::move(segment), id));
+}
+
+SharedHostMemory::SharedHostMemory(std::unique_ptr<shm::SharedSegment> segment, uint64_t id)
+    : segment_(std::move(segment)), id_(id) {}
+
+SharedHostMemory::~SharedHostMemory() {
+  std::lock_guard lock(registry().mutex);
+  registry().own.erase(reinterpret_cast<uintptr_t>(segment_->data()));
+}
+
+void* SharedHostMemory::data() const { return segment_->data(); }
+size_t SharedHostMemory::size() const { return segment_->size(); }
+
+namespace shm {
+
+uint64_t shared_handle_of(const void* data, size_t bytes) {
+  const auto address = reinterpret_cast<uintptr_t>(data);
+  std::lock_guard lock(registry().mutex);
+  auto it = registry().own.upper_bound(address);
+  if (it == registry().own.begin()) return 0;
+  --it;
+  const auto [id, size] = it->second;
+  const uintptr_t offset = address - it->first;
+  if (offset + bytes > size) return 0;
+  return (id + 1) << kOffsetBits | offset;
+}
+
+void* map_shared_handle(pid_t pid, uint64_t handle) {
+  const uint64_t id = (handle >> kOffsetBits) - 1;
+  std::lock_guard lock(registry().mutex);
+  auto& mapping = registry().peers[{pid, id}];
+  if (!mapping) mapping = SharedSegment::open(segment_name(pid, id), 0);
+  return static_cast<char*>(mapping->data()) + (handle & kOffsetMask);
+}
+
+}  // namespace shm
+}  // namespace seam
