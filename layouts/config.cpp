@@ -45,9 +45,9 @@ Config Config::from_env() {
   if (ring < 4096 || (ring & (ring - 1)) != 0)
     throw ValueError("SEAM_SHM_RING_BYTES must be a power of two >= 4096, got " + std::to_string(ring));
   c.shm_ring_bytes = static_cast<size_t>(ring);
-  int64_t cma = env_int("SEAM_SHM_CMA_BYTES", static_cast<int64_t>(c.shm_cma_bytes));
-  if (cma < 0) throw ValueError("SEAM_SHM_CMA_BYTES must be >= 0");
-  c.shm_cma_bytes = static_cast<size_t>(cma);
+  c.shm_cma_bytes = env_int("SEAM_SHM_CMA_BYTES", c.shm_cma_bytes);
+  if (c.shm_cma_bytes < -1)
+    throw ValueError("SEAM_SHM_CMA_BYTES must be -1 (automatic), 0 (never) or a size");
   c.shm_single_copy_bytes = env_int("SEAM_SHM_SINGLE_COPY_BYTES", c.shm_single_copy_bytes);
   if (c.shm_single_copy_bytes < -1)
     throw ValueError("SEAM_SHM_SINGLE_COPY_BYTES must be -1 (automatic), 0 (never) or a size");
@@ -76,7 +76,9 @@ std::vector<std::string> Config::describe() const {
       std::string("SEAM_JOB_TOKEN=") + (job_token.empty() ? "(unset)" : "(set)"),
       "SEAM_HOSTNAME=" + (hostname.empty() ? std::string("(gethostname)") : hostname),
       "SEAM_SHM_RING_BYTES=" + std::to_string(shm_ring_bytes),
-      "SEAM_SHM_CMA_BYTES=" + (shm_cma_bytes ? std::to_string(shm_cma_bytes) : std::string("0 (never)")),
+      "SEAM_SHM_CMA_BYTES=" + (shm_cma_bytes < 0    ? std::string("-1 (automatic)")
+                               : shm_cma_bytes == 0 ? std::string("0 (never)")
+                                                    : std::to_string(shm_cma_bytes)),
       "SEAM_SHM_SINGLE_COPY_BYTES=" + (shm_single_copy_bytes < 0    ? std::string("-1 (automatic)")
                                        : shm_single_copy_bytes == 0 ? std::string("0 (never)")
                                                                     : std::to_string(shm_single_copy_bytes)),

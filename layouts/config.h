@@ -26,8 +26,8 @@ struct Config {
   std::string hostname;    ///< SEAM_HOSTNAME: host identity for "same host" decisions [gethostname()]
   size_t shm_ring_bytes = size_t(1) << 20;  ///< SEAM_SHM_RING_BYTES: shm ring per ordered pair [1 MiB]
   /// SEAM_SHM_CMA_BYTES: p2p messages from this size are read straight from the sender (CMA);
-  /// 0 = never [0: off by default until a hang with out-of-order tags is fixed, see transports_unit]
-  size_t shm_cma_bytes = 0;
+  /// 0 = never; -1 = automatic [from 256 KiB where the kernel's copy proves fast at start-up]
+  int64_t shm_cma_bytes = -1;
   /// SEAM_SHM_SINGLE_COPY_BYTES: shared-memory collectives of this size and more read the peers'
   /// user buffers directly (process_vm_readv) instead of through the shared slots; 0 = never;
   /// -1 = automatic [from 1 MiB where the kernel's copy proves fast enough at start-up]

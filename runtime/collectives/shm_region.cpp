@@ -66,11 +66,6 @@ size_t region_bytes(int ranks, size_t slot_bytes) {
   return (1 + ranks) * kFlagsBytes + 4 * static_cast<size_t>(ranks) * slot_bytes;
 }
 
-/// Single-copy reads are preferred where the kernel's copy reaches this fraction of memcpy's
-/// speed. Measured: 0.25-0.28 on the 2-vCPU EPYC, where the slots were 1.3-2x faster from
-/// 1 MiB; 0.45-0.53 on the 16-core Xeon, where single-copy was up to 1.3x faster.
-constexpr double kFastKernelCopy = 0.4;
-
 /// Verdict bits rank 0 sends at the end of the set-up.
 constexpr char kSingleCopyAllowed = 1, kSingleCopyPreferred = 2, kOversubscribed = 4;
 
@@ -120,12 +115,12 @@ comm::Task set_up(Group& g, ShmRegion& region) {
       allowed = allowed && acks_received[p].single_copy != 0;
       CPU_OR(&cores, &cores, &acks_received[p].affinity);
     }
-    const double speed = allowed ? shm::kernel_copy_speed_ratio() : 0.0;
+    const bool fast = allowed && shm::kernel_copy_is_fast();
     verdict = static_cast<char>((allowed ? kSingleCopyAllowed : 0) |
-                                (speed >= kFastKernelCopy ? kSingleCopyPreferred : 0) |
+                                (fast ? kSingleCopyPreferred : 0) |
                                 (n > CPU_COUNT(&cores) ? kOversubscribed : 0));
-    log().debug("shared-memory set-up: the kernel's cross-process copy runs at {:.2f}x memcpy "
-                "(single-copy preferred from {:.2f}x)", speed, kFastKernelCopy);
+    log().debug("shared-memory set-up: the kernel's cross-process copy runs at {:.2f}x memcpy ({})",
+                shm::kernel_copy_speed_ratio(), fast ? "fast" : "slow");
     std::vector<transport::RequestPtr> verdicts;
     for (int p = 1; p < n; ++p) verdicts.push_back(g.isend(p, kSetupStep, &verdict, 1));
     co_await comm::all_of(std::move(verdicts));

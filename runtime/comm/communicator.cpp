@@ -16,6 +16,7 @@
 #include "runtime/comm/comm_internal.h"
 #include "runtime/comm/composite_transport.h"
 #include "runtime/comm/shm_access.h"
+#include "transports/shm/kernel_copy_speed.h"
 #include "transports/shm/pool_allocator.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/ucx/ucx_transport.h"
@@ -176,7 +177,12 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
 
   std::unique_ptr<shm::ShmTransport> shm;
   std::unique_ptr<ucx::UcxTransport> ucx;
-  if (use_shm) shm = shm::ShmTransport::create(*bs, local, cfg.shm_ring_bytes, timeout, cfg.shm_cma_bytes);
+  // Automatic single-copy p2p: from 256 KiB where the kernel's copy is fast. Each rank decides
+  // for its own sends; a receiver takes either kind.
+  const size_t cma_bytes = cfg.shm_cma_bytes >= 0 ? static_cast<size_t>(cfg.shm_cma_bytes)
+                           : use_shm && shm::kernel_copy_is_fast() ? size_t{256} << 10
+                                                                   : 0;
+  if (use_shm) shm = shm::ShmTransport::create(*bs, local, cfg.shm_ring_bytes, timeout, cma_bytes);
   if (use_ucx) ucx = ucx::UcxTransport::create(*bs, hosts, pids, timeout);
 
   std::vector<std::string> per_peer(static_cast<size_t>(size));

@@ -175,10 +175,7 @@ TEST_CASE("shm: every size from 0 bytes to several rings, both directions at onc
 TEST_CASE("shm (cma): every size from 0 bytes to several rings") { sizes_case(Kind::shm_cma); }
 TEST_CASE("ucx: every size from 0 bytes to several MiB, both directions at once") { sizes_case(Kind::ucx); }
 TEST_CASE("shm: tags match out of order; same tag keeps order") { order_case(Kind::shm); }
-// Known defect: with the single-copy path on, three thread-ranks exchanging 40 out-of-order
-// messages each over a 4 KiB ring hang in about one run in three. SEAM_SHM_CMA_BYTES is therefore
-// 0 by default; this case stays, skipped and reported, until the transport is fixed.
-TEST_CASE("shm (cma): tags match out of order; same tag keeps order" * doctest::skip()) { order_case(Kind::shm_cma); }
+TEST_CASE("shm (cma): tags match out of order; same tag keeps order") { order_case(Kind::shm_cma); }
 TEST_CASE("ucx: tags match out of order; same tag keeps order") { order_case(Kind::ucx); }
 TEST_CASE("shm: a receive smaller than the message fails naming both sizes") { mismatch_case(Kind::shm); }
 TEST_CASE("shm (cma): a receive smaller than the message fails naming both sizes") { mismatch_case(Kind::shm_cma); }

@@ -40,4 +40,6 @@ double kernel_copy_speed_ratio() {
   return ratio;
 }
 
+bool kernel_copy_is_fast() { return kernel_copy_speed_ratio() >= 0.4; }
+
 }  // namespace seam::shm

@@ -10,4 +10,10 @@ namespace seam::shm {
 /// 0 when process_vm_readv is not permitted.
 double kernel_copy_speed_ratio();
 
+/// Whether the kernel's copy is fast enough for single-copy transfers to pay off: at least 0.4x
+/// memcpy. Measured: 0.25-0.28 on the 2-vCPU EPYC, where the copies through shared memory were
+/// 1.3-2x faster from 1 MiB; 0.45-0.53 on the 16-core Xeon, where single-copy was up to 1.3x
+/// faster (bench/RESULTS.md).
+bool kernel_copy_is_fast();
+
 }  // namespace seam::shm

@@ -27,14 +27,16 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kMagic = 0x314d485353414553ull;  // "SEASSHM1"
 constexpr uint64_t kLine = 64;
-/// Record header: {tag, size, arg, kind | id << 8}. arg: the sender's buffer address (cma) or
-/// the acknowledged id (ack).
+/// Record header: {tag, size, arg, kind | id << 8}. arg: the sender's buffer address (cma).
 constexpr uint64_t kHeaderBytes = 32;
-enum RecordKind : uint64_t { kInline = 0, kCma = 1, kAck = 2 };
+enum RecordKind : uint64_t { kInline = 0, kCma = 1 };
 /// Tags with this bit are the transport's own (map_shared); the communicator's tags never set it.
 constexpr uint64_t kInternalTag = 1ull << 63;
-/// "I have read your message through CMA": completes the sender's request.
-constexpr uint64_t kAckTag = kInternalTag | (1ull << 62);
+/// "I have read your cma message `id`" is a word the receiver stores in the sender's ack slot
+/// id % kAckSlots (one array per ordered pair, in the segment), not a record in the ring: a
+/// record could queue behind a full ring on a rank that has stopped progressing, and the sender
+/// would wait for it forever. A sender keeps fewer than kAckSlots cma sends unread per peer.
+constexpr uint64_t kAckSlots = 64;
 /// Read by peers through process_vm_readv at start-up, to learn whether CMA works between us.
 volatile uint64_t cma_probe = 0x5ea3c3a0c3a0c3a0ull;
 /// A producer publishes its tail at least every this many bytes, so a large message streams.
@@ -64,6 +66,10 @@ struct alignas(64) RingControl {
   char pad0[56];
   std::atomic<uint64_t> head;  // bytes consumed by the consumer (monotonic)
   char pad1[56];
+};
+
+struct AckSlots {
+  std::atomic<uint64_t> id[kAckSlots];  // the last cma id read through each slot
 };
 
 static_assert(sizeof(RankArea) == 128 && sizeof(RingControl) == 128);
@@ -118,6 +124,8 @@ struct Outgoing {
   uint64_t head_seen = 0;   // the consumer's head as last read
   std::deque<std::shared_ptr<SendRequest>> queue;
   std::vector<std::shared_ptr<SendRequest>> awaiting_ack;  // cma sends the peer has not read yet
+  AckSlots* acks = nullptr;  // where the peer acknowledges them
+  uint64_t next_cma_id = 0;
 };
 
 /// Consumer side of the ring one local peer -> this rank.
@@ -133,6 +141,7 @@ struct Incoming {
   Unexpected* buffer = nullptr;                     // unexpected buffer, or neither: discard
   std::deque<std::shared_ptr<RecvRequest>> posted;
   std::list<Unexpected> unexpected;
+  AckSlots* acks = nullptr;  // where this rank acknowledges the peer's cma messages
 };
 
 struct Peer {
@@ -161,6 +170,7 @@ class ShmTransportImpl final : public ShmTransport {
     mask_ = ring_bytes_ - 1;
     auto* areas = reinterpret_cast<RankArea*>(base + sizeof(SegmentHeader));
     auto* ctls = reinterpret_cast<RingControl*>(base + sizeof(SegmentHeader) + n * sizeof(RankArea));
+    auto* acks = reinterpret_cast<AckSlots*>(reinterpret_cast<char*>(ctls) + n * n * sizeof(RingControl));
     char* rings = base + data_offset(n);
     local_index_.assign(static_cast<size_t>(size_), -1);
     for (size_t i = 0; i < n; ++i) local_index_[static_cast<size_t>(local_[i])] = static_cast<int>(i);
@@ -176,6 +186,8 @@ class ShmTransportImpl final : public ShmTransport {
       p.out.ring = rings + (me_ * n + i) * ring_bytes_;
       p.in.ctl = &ctls[i * n + me_];
       p.in.ring = rings + (i * n + me_) * ring_bytes_;
+      p.out.acks = &acks[me_ * n + i];
+      p.in.acks = &acks[i * n + me_];
       p.completed_send = std::make_shared<transport::Request>(p.world_rank);
       p.completed_send->complete();
       if (i != me_) {
@@ -191,7 +203,8 @@ class ShmTransportImpl final : public ShmTransport {
   }
 
   static size_t data_offset(size_t n) {
-    size_t off = sizeof(SegmentHeader) + n * sizeof(RankArea) + n * n * sizeof(RingControl);
+    size_t off = sizeof(SegmentHeader) + n * sizeof(RankArea) + n * n * sizeof(RingControl) +
+                 n * n * sizeof(AckSlots);
     return (off + 4095) & ~size_t(4095);
   }
 
@@ -214,11 +227,11 @@ class ShmTransportImpl final : public ShmTransport {
   transport::RequestPtr isend(int world_peer, uint64_t tag, const void* data, size_t bytes) override {
     Peer& p = peer(world_peer);
     if (p.dead) return failed(world_peer, p.death);
-    if (cma_threshold_ && bytes >= cma_threshold_) {
+    if (cma_threshold_ && bytes >= cma_threshold_ && p.out.awaiting_ack.size() + 1 < kAckSlots) {
       // Large: send only the address; the receiver copies straight from our buffer (one copy
       // instead of two through the ring) and acknowledges.
       auto req = detail::make_pooled<SendRequest>(world_peer, tag, data, bytes, kCma,
-                                                  reinterpret_cast<uint64_t>(data), ++next_cma_id_);
+                                                  reinterpret_cast<uint64_t>(data), ++p.out.next_cma_id);
       enqueue(p, req);
       return req;
     }
@@ -246,10 +259,30 @@ class ShmTransportImpl final : public ShmTransport {
     if (p.out.queue.size() == 1) pump_out(p);
   }
 
-  /// Tells peer p that its cma message `id` has been read.
+  /// Tells peer p that its cma message `id` has been read (see kAckSlots).
   void send_ack(Peer& p, uint64_t id) {
-    if (p.dead) return;
-    enqueue(p, detail::make_pooled<SendRequest>(p.world_rank, kAckTag, nullptr, 0, kAck, id, 0));
+    p.in.acks->id[id % kAckSlots].store(id, std::memory_order_release);
+    wake_if_sleeping(*p.area);
+  }
+
+  /// Completes the cma sends peer p has acknowledged. True if any did.
+  bool collect_acks(Peer& p) {
+    auto& waiting = p.out.awaiting_ack;
+    const auto read = [&](const std::shared_ptr<SendRequest>& s) {
+      return p.out.acks->id[s->id % kAckSlots].load(std::memory_order_acquire) == s->id;
+    };
+    const auto first = std::stable_partition(waiting.begin(), waiting.end(),
+                                             [&](const auto& s) { return !read(s); });
+    if (first == waiting.end()) return false;
+    for (auto it = first; it != waiting.end(); ++it) (*it)->complete();
+    waiting.erase(first, waiting.end());
+    return true;
+  }
+
+  bool acks_waiting(Peer& p) const {
+    for (const auto& s : p.out.awaiting_ack)
+      if (p.out.acks->id[s->id % kAckSlots].load(std::memory_order_acquire) == s->id) return true;
+    return false;
   }
 
   /// Copies a cma message out of the sender's memory, then acknowledges it. Empty on success.
@@ -428,16 +461,6 @@ class ShmTransportImpl final : public ShmTransport {
     in.rec = record_bytes(in.wire);
     in.target.reset();
     in.buffer = nullptr;
-    if (kind == kAck) {
-      auto& waiting = p.out.awaiting_ack;
-      for (auto it = waiting.begin(); it != waiting.end(); ++it)
-        if ((*it)->id == arg) {
-          (*it)->complete();
-          waiting.erase(it);
-          break;
-        }
-      return;
-    }
     for (auto it = in.posted.begin(); it != in.posted.end(); ++it) {
       if ((*it)->tag != tag) continue;
       auto req = std::move(*it);
@@ -485,6 +508,7 @@ class ShmTransportImpl final : public ShmTransport {
     for (auto& p : peers_) {
       moved |= pump_in(p);
       if (!p.out.queue.empty()) moved |= pump_out(p);
+      if (!p.out.awaiting_ack.empty()) moved |= collect_acks(p);
     }
     seen_doorbell_ = my_area_->doorbell.load(std::memory_order_acquire);
     if (++progress_calls_ % 256 == 0) check_peers();
@@ -497,6 +521,7 @@ class ShmTransportImpl final : public ShmTransport {
       if (p.in.ctl->tail.load(std::memory_order_acquire) != p.in.head) return true;
       if (!p.out.queue.empty() && p.out.ctl->head.load(std::memory_order_acquire) != p.out.head_seen)
         return true;
+      if (acks_waiting(p)) return true;
     }
     return false;
   }
@@ -583,6 +608,7 @@ class ShmTransportImpl final : public ShmTransport {
   void on_peer_dead(Peer& p) {
     // Whatever it published before dying is still good: take it first.
     pump_in(p);
+    collect_acks(p);
     p.dead = true;
     p.death = "seam shm: local peer rank " + std::to_string(p.world_rank) + " (pid " +
               std::to_string(p.pid) + ") died";
@@ -675,7 +701,6 @@ class ShmTransportImpl final : public ShmTransport {
   std::unique_ptr<SharedSegment> seg_;
   std::chrono::milliseconds timeout_;
   size_t cma_threshold_;
-  uint64_t next_cma_id_ = 0;
   size_t ring_bytes_ = 0, mask_ = 0;
   size_t me_ = 0;
   RankArea* my_area_ = nullptr;
