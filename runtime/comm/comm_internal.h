@@ -73,7 +73,6 @@ class Engine {
   uint32_t next_context() const { return next_ctx_; }
   void reserve_contexts(uint32_t up_to_exclusive);
   std::string transport_name;             ///< "shm", "ucx" or "shm+ucx"
-  shm::ShmTransport* shm = nullptr;       ///< the shm transport, when there is one
   /// Tells the other ranks this one aborted, so they fail at once rather than at their deadline.
   std::function<void(const std::string&)> broadcast_abort;
   std::vector<std::string> peer_transport;  ///< per world rank
@@ -97,7 +96,7 @@ class OpGroup final : public collectives::Group {
  public:
   OpGroup(Engine& engine, std::shared_ptr<const std::vector<int>> members, int rank, uint64_t tag_base)
       : t_(engine.transport()), members_(std::move(members)), rank_(rank), tag_base_(tag_base),
-        name_(&engine.transport_name), shm_(engine.shm) {}
+        name_(&engine.transport_name) {}
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(members_->size()); }
   int world_rank(int r) const override { return (*members_)[static_cast<size_t>(r)]; }
@@ -105,7 +104,6 @@ class OpGroup final : public collectives::Group {
   transport::RequestPtr isend(int peer, uint32_t step, const void* data, size_t bytes) override;
   transport::RequestPtr irecv(int peer, uint32_t step, void* data, size_t bytes) override;
   std::string_view transport_name() const override { return *name_; }
-  shm::ShmTransport* shm() const { return shm_; }
 
  private:
   transport::Transport& t_;
@@ -113,7 +111,6 @@ class OpGroup final : public collectives::Group {
   int rank_;
   uint64_t tag_base_;
   const std::string* name_;
-  shm::ShmTransport* shm_;
 };
 
 class WorkState {

@@ -15,7 +15,6 @@
 #include "runtime/collectives/collectives.h"
 #include "runtime/comm/comm_internal.h"
 #include "runtime/comm/composite_transport.h"
-#include "runtime/comm/shm_access.h"
 #include "transports/shm/kernel_copy_speed.h"
 #include "transports/shm/pool_allocator.h"
 #include "transports/shm/shm_transport.h"
@@ -103,11 +102,6 @@ uint64_t hash_ranks(std::span<const int> ranks) {
 }
 
 }  // namespace
-
-shm::ShmTransport* shm_transport_of(collectives::Group& group) {
-  auto* g = dynamic_cast<OpGroup*>(&group);
-  return g ? g->shm() : nullptr;
-}
 
 // ---- CommunicatorImpl -----------------------------------------------------------------------
 
@@ -212,7 +206,6 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
   }
   auto engine = std::make_shared<Engine>(std::make_shared<OwningTransport>(std::move(bs), std::move(t)), cfg);
   engine->transport_name = name;
-  engine->shm = shm_raw;
   engine->broadcast_abort = [shm_raw, ucx_raw](const std::string& reason) {
     if (shm_raw) shm_raw->broadcast_abort(reason);
     if (ucx_raw) ucx_raw->broadcast_abort(reason);

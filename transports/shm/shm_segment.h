@@ -1,7 +1,5 @@
-// A named POSIX shared-memory segment mapped into this process. The shm transport's rings live
-// in one; shared-memory collectives (reductions straight out of shared memory) get their scratch
-// regions from the same factory (ShmTransport::map_shared), so all local ranks of a group map
-// one segment and the name is unlinked as soon as every member has it mapped.
+// A named POSIX shared-memory segment mapped into this process: the shm transport's rings, the
+// shared-memory collectives' regions and SharedHostMemory each live in one.
 #pragma once
 
 #include <cstddef>

@@ -30,8 +30,6 @@ constexpr uint64_t kLine = 64;
 /// Record header: {tag, size, arg, kind | id << 8}. arg: the sender's buffer address (cma).
 constexpr uint64_t kHeaderBytes = 32;
 enum RecordKind : uint64_t { kInline = 0, kCma = 1 };
-/// Tags with this bit are the transport's own (map_shared); the communicator's tags never set it.
-constexpr uint64_t kInternalTag = 1ull << 63;
 /// "I have read your cma message `id`" is a word the receiver stores in the sender's ack slot
 /// id % kAckSlots (one array per ordered pair, in the segment), not a record in the ring: a
 /// record could queue behind a full ring on a rank that has stopped progressing, and the sender
@@ -637,61 +635,6 @@ class ShmTransportImpl final : public ShmTransport {
     auto r = std::make_shared<transport::Request>(peer);
     r->fail(why);
     return r;
-  }
-
-  // ---- shared segments for shared-memory collectives ----------------------------------------
-
-  void wait_request(const transport::RequestPtr& r, Clock::time_point deadline, const char* what) {
-    while (!r->finished()) {
-      if (!progress()) {
-        if (Clock::now() > deadline)
-          throw TimeoutError(std::string("seam shm: ") + what + ": rank " + std::to_string(r->peer()) +
-                                 " did not answer in time",
-                             r->peer());
-        wait_for_activity(std::chrono::microseconds(1000));
-      }
-    }
-    if (r->failed()) throw CommError(r->error(), r->peer());
-  }
-
-  std::shared_ptr<SharedSegment> map_shared(std::span<const int> members, size_t bytes,
-                                            uint32_t key) override {
-    if (members.empty() || std::find(members.begin(), members.end(), rank_) == members.end())
-      throw UsageError("seam shm: map_shared called by a rank not among the members");
-    for (int m : members) peer(m);  // all local
-    const uint64_t tag = kInternalTag | key;
-    const auto deadline = Clock::now() + timeout_;
-    const int leader = members[0];
-    if (rank_ == leader) {
-      std::shared_ptr<SharedSegment> seg = SharedSegment::create(unique_segment_name("grp"), bytes);
-      for (int m : members)
-        if (m != rank_) wait_request(isend(m, tag, seg->name().data(), seg->name().size()), deadline, "map_shared");
-      for (int m : members) {
-        if (m == rank_) continue;
-        char ok[256];
-        auto r = irecv(m, tag, ok, sizeof(ok));
-        wait_request(r, deadline, "map_shared");
-        if (r->received_bytes() != 2 || std::memcmp(ok, "ok", 2) != 0)
-          throw CommError("seam shm: rank " + std::to_string(m) + " could not map a shared segment: " +
-                              std::string(ok, r->received_bytes()),
-                          m);
-      }
-      seg->unlink();
-      return seg;
-    }
-    char name[256];
-    auto r = irecv(leader, tag, name, sizeof(name));
-    wait_request(r, deadline, "map_shared");
-    std::string answer = "ok";
-    std::shared_ptr<SharedSegment> seg;
-    try {
-      seg = SharedSegment::open(std::string(name, r->received_bytes()), bytes);
-    } catch (const CommError& e) {
-      answer = e.what();
-    }
-    wait_request(isend(leader, tag, answer.data(), answer.size()), deadline, "map_shared");
-    if (!seg) throw CommError(answer, rank_);
-    return seg;
   }
 
  private:

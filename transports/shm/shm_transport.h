@@ -1,7 +1,7 @@
 // Seam's intra-node shared-memory transport for host buffers.
 //
 // One POSIX shm segment per host holds, per ordered pair of local ranks, a single-producer /
-// single-consumer byte ring (cache-line records: a 16-byte header {tag, size} then the payload).
+// single-consumer byte ring (cache-line records: a 32-byte header {tag, size, address, kind} then the payload).
 // Small messages are copied in eagerly and the send completes at once; larger ones stream through
 // the ring in chunks the receiver copies out while the sender fills the next (pipelined); large
 // ones (SEAM_SHM_CMA_BYTES) are read once, straight from the sender's buffer (CMA), when the
@@ -19,7 +19,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -45,11 +44,6 @@ class ShmTransport : public transport::Transport {
   /// Wakes `world_rank` if it sleeps in wait_for_activity (for shared-memory algorithms that
   /// signal through flags in a shared segment rather than messages).
   virtual void notify(int world_rank) = 0;
-  /// A segment of `bytes` mapped by every rank of `members` (world ranks, all local; same list
-  /// and key on all of them). Blocking and collective over the members, bounded by the timeout;
-  /// the name is unlinked before it returns. `key` tells concurrent requests apart.
-  virtual std::shared_ptr<SharedSegment> map_shared(std::span<const int> members, size_t bytes,
-                                                    uint32_t key) = 0;
   /// Tells every local rank that this rank aborted (why): their pending requests fail with it,
   /// so they stop at once instead of at their deadline. Idempotent; ignored when the abort came
   /// from another rank.
