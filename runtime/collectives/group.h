@@ -25,6 +25,9 @@ class Group {
   virtual transport::RequestPtr irecv(int peer, uint32_t step, void* data, size_t bytes) = 0;
   /// Name of the transport the messages take ("shm", "ucx", "loopback"), for logs.
   virtual std::string_view transport_name() const = 0;
+  /// The communicator's id, the same on every member: state kept across calls (shared-memory
+  /// regions) is kept per communicator, so two with the same members never share it.
+  virtual uint64_t communicator_id() const { return 0; }
 };
 
 }  // namespace seam::collectives

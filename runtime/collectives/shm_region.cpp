@@ -31,7 +31,7 @@ constexpr size_t kNameBytes = 128;
 
 struct RegionCache {
   std::mutex mutex;
-  std::map<std::vector<int>, std::shared_ptr<ShmRegion>> regions;
+  std::map<ShmRegion::Key, std::shared_ptr<ShmRegion>> regions;
 };
 
 RegionCache& cache() {
@@ -48,17 +48,19 @@ int64_t steady_ns() {
 /// The region this thread used last (the fast path of try_acquire_region).
 thread_local std::shared_ptr<ShmRegion> last_region;
 
-bool same_members(const Group& g, const std::vector<int>& members) {
-  if (static_cast<size_t>(g.size()) != members.size()) return false;
+bool region_of(const Group& g, const ShmRegion::Key& key) {
+  const std::vector<int>& members = key.second;
+  if (g.communicator_id() != key.first || static_cast<size_t>(g.size()) != members.size())
+    return false;
   for (int r = 0; r < g.size(); ++r)
     if (g.world_rank(r) != members[r]) return false;
   return true;
 }
 
-std::vector<int> members_of(const Group& g) {
-  std::vector<int> m(g.size());
-  for (int r = 0; r < g.size(); ++r) m[r] = g.world_rank(r);
-  return m;
+ShmRegion::Key key_of(const Group& g) {
+  ShmRegion::Key key{g.communicator_id(), std::vector<int>(g.size())};
+  for (int r = 0; r < g.size(); ++r) key.second[r] = g.world_rank(r);
+  return key;
 }
 
 // The arrival counts, then per rank: flags, two input slots and two result slots.
@@ -270,7 +272,7 @@ bool shm_capable(const Group& g) { return g.size() > 1 && g.transport_name() == 
 bool try_acquire_region(const Group& g, RegionLease& lease) {
   const auto& region = last_region;
   if (!region || region->dropped || region->busy || !region->ready() ||
-      !same_members(g, region->members()))
+      !region_of(g, region->key()))
     return false;
   region->busy = true;
   lease.region_ = region;
@@ -281,10 +283,10 @@ comm::Task acquire_region(Group& g, RegionLease& lease) {
   bool first = false;
   {
     std::lock_guard lock(cache().mutex);
-    auto members = members_of(g);
-    auto& entry = cache().regions[members];
+    auto key = key_of(g);
+    auto& entry = cache().regions[key];
     if (!entry) {
-      entry = std::make_shared<ShmRegion>(std::move(members));
+      entry = std::make_shared<ShmRegion>(std::move(key));
       first = true;
     }
     lease.region_ = entry;
@@ -305,7 +307,7 @@ RegionLease::~RegionLease() {
   if (finished_) return;
   region_->dropped = true;
   std::lock_guard lock(cache().mutex);
-  auto it = cache().regions.find(region_->members());
+  auto it = cache().regions.find(region_->key());
   if (it != cache().regions.end() && it->second == region_) cache().regions.erase(it);
 }
 

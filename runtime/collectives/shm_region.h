@@ -31,10 +31,11 @@ struct CallSignature {
 
 class ShmRegion {
  public:
-  explicit ShmRegion(std::vector<int> members)
-      : members_(std::move(members)), ranks_(static_cast<int>(members_.size())) {}
-  /// The members' world ranks: the key this process keeps the region under.
-  const std::vector<int>& members() const { return members_; }
+  /// The region of communicator `communicator` whose members have these world ranks.
+  using Key = std::pair<uint64_t, std::vector<int>>;
+  explicit ShmRegion(Key key) : key_(std::move(key)), ranks_(static_cast<int>(key_.second.size())) {}
+  /// The key this process keeps the region under.
+  const Key& key() const { return key_; }
   /// Set once an operation failed on it: the next call sets up a fresh region.
   bool dropped = false;
   /// Gives the region its mapped segment (end of the set-up handshake).
@@ -132,7 +133,7 @@ class ShmRegion {
     std::atomic<uint64_t> probe;  // address of a known word in the process
   };
   Flags* flags(int rank) const;
-  std::vector<int> members_;
+  Key key_;
   std::unique_ptr<shm::SharedSegment> segment_;
   int ranks_;
   size_t slot_bytes_ = 0;

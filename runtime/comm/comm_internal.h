@@ -94,9 +94,10 @@ class Engine {
 /// The Group a running operation sees: group ranks -> world ranks, tags scoped to the operation.
 class OpGroup final : public collectives::Group {
  public:
-  OpGroup(Engine& engine, std::shared_ptr<const std::vector<int>> members, int rank, uint64_t tag_base)
+  OpGroup(Engine& engine, std::shared_ptr<const std::vector<int>> members, int rank,
+          uint64_t tag_base, uint32_t ctx)
       : t_(engine.transport()), members_(std::move(members)), rank_(rank), tag_base_(tag_base),
-        name_(&engine.transport_name) {}
+        name_(&engine.transport_name), ctx_(ctx) {}
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(members_->size()); }
   int world_rank(int r) const override { return (*members_)[static_cast<size_t>(r)]; }
@@ -104,6 +105,7 @@ class OpGroup final : public collectives::Group {
   transport::RequestPtr isend(int peer, uint32_t step, const void* data, size_t bytes) override;
   transport::RequestPtr irecv(int peer, uint32_t step, void* data, size_t bytes) override;
   std::string_view transport_name() const override { return *name_; }
+  uint64_t communicator_id() const override { return ctx_; }
 
  private:
   transport::Transport& t_;
@@ -111,6 +113,7 @@ class OpGroup final : public collectives::Group {
   int rank_;
   uint64_t tag_base_;
   const std::string* name_;
+  uint32_t ctx_;
 };
 
 class WorkState {

@@ -110,14 +110,14 @@ std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op) {
   const uint32_t s = seq++;
   return seam::detail::make_pooled<WorkState>(
       engine, op, ctx, s, rank, static_cast<int>(members->size()),
-      OpGroup(*engine, members, rank, tags::collective_base(ctx, s)));
+      OpGroup(*engine, members, rank, tags::collective_base(ctx, s), ctx));
 }
 
 std::shared_ptr<WorkState> CommunicatorImpl::new_p2p(const char* op, uint32_t user_tag) {
   engine->check_usable();
   return seam::detail::make_pooled<WorkState>(
       engine, op, ctx, seq, rank, static_cast<int>(members->size()),
-      OpGroup(*engine, members, rank, tags::make(ctx, tags::p2p, user_tag)));
+      OpGroup(*engine, members, rank, tags::make(ctx, tags::p2p, user_tag), ctx));
 }
 
 Work CommunicatorImpl::launch(const std::shared_ptr<WorkState>& w) {
@@ -241,7 +241,7 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
   const uint32_t payload = static_cast<uint32_t>(((h ^ (h >> 23) ^ (h >> 46)) & 0x7fffff) << 8) | (count & 0xff);
   auto w = std::make_shared<WorkState>(
       im.engine, "group", im.ctx, im.seq, im.rank, size(),
-      OpGroup(*im.engine, im.members, im.rank, tags::make(im.ctx, tags::internal, payload)));
+      OpGroup(*im.engine, im.members, im.rank, tags::make(im.ctx, tags::internal, payload), im.ctx));
   std::vector<int> sub(ranks.begin(), ranks.end());
   std::vector<Record> all(sub.size());
   all[pos] = {static_cast<int64_t>(im.engine->next_context()), 0, 0, 0};

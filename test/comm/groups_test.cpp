@@ -101,6 +101,25 @@ int main() {
       COMM_CHECK(rb[i] == max_half, "concurrent half max");
       COMM_CHECK(rc[i] == 0, "concurrent reversed min");
     }
+    // Two communicators with the same members (a split into one color keeps world's order):
+    // even ranks issue world's call first, odd ranks the twin's. Their shared-memory state must
+    // be kept apart, so neither call sees the other's data (several shm rounds each).
+    auto twin = world->split(0, me);
+    std::vector<int32_t> x(100000, me + 1), y(100000, 2 * me), rx(x.size()), ry(y.size());
+    Work wx, wy;
+    if (me % 2 == 0) {
+      wx = world->all_reduce(x.data(), rx.data(), x.size(), DType::i32, ReduceOp::sum);
+      wy = twin->all_reduce(y.data(), ry.data(), y.size(), DType::i32, ReduceOp::sum);
+    } else {
+      wy = twin->all_reduce(y.data(), ry.data(), y.size(), DType::i32, ReduceOp::sum);
+      wx = world->all_reduce(x.data(), rx.data(), x.size(), DType::i32, ReduceOp::sum);
+    }
+    wy.wait();
+    wx.wait();
+    for (size_t i = 0; i < x.size(); ++i) {
+      COMM_CHECK(rx[i] == n * (n + 1) / 2, "world, twin in flight: %d", rx[i]);
+      COMM_CHECK(ry[i] == n * (n - 1), "twin, world in flight: %d", ry[i]);
+    }
     world->barrier().wait();
     if (me == 0) std::printf("groups test passed on %d ranks (%s)\n", n, world->transport_name().c_str());
   } catch (const std::exception& e) {
