@@ -6,10 +6,9 @@
 namespace seam::kernels {
 namespace {
 
-constexpr size_t kFallbackBytes = size_t{32} << 20;
-
-/// Size in bytes of the highest-level cache listed for cpu0 ("32768K" → 32 MiB).
-size_t read_sysfs() {
+/// Size in bytes of cpu0's cache of `level` (0: the highest listed; "32768K" → 32 MiB), or
+/// `fallback`.
+size_t read_sysfs(size_t wanted_level, size_t fallback) {
   size_t best_level = 0, bytes = 0;
   for (int index = 0; index < 8; ++index) {
     const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
@@ -20,15 +19,21 @@ size_t read_sysfs() {
     size_t value = std::stoull(size);
     const char unit = size.back();
     value <<= unit == 'K' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : 0;
-    if (level >= best_level && value > 0) best_level = level, bytes = value;
+    const bool wanted = wanted_level ? level == wanted_level : level >= best_level;
+    if (wanted && value > 0) best_level = level, bytes = value;
   }
-  return bytes ? bytes : kFallbackBytes;
+  return bytes ? bytes : fallback;
 }
 
 }  // namespace
 
 size_t last_level_cache_bytes() {
-  static const size_t bytes = read_sysfs();
+  static const size_t bytes = read_sysfs(0, size_t{32} << 20);
+  return bytes;
+}
+
+size_t l2_cache_bytes() {
+  static const size_t bytes = read_sysfs(2, size_t{1} << 20);
   return bytes;
 }
 

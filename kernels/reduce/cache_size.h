@@ -8,5 +8,7 @@ namespace seam::kernels {
 /// Bytes of the last-level cache shared by this CPU (sysfs; 32 MiB when it cannot be read).
 /// sysconf is not used: inside VMs it reports the host's whole cache, not this guest's share.
 size_t last_level_cache_bytes();
+/// Bytes of this CPU's level-2 cache (sysfs; 1 MiB when it cannot be read).
+size_t l2_cache_bytes();
 
 }  // namespace seam::kernels

@@ -4,6 +4,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "kernels/reduce/cache_size.h"
 #include "layouts/config.h"
 #include "layouts/errors.h"
 #include "layouts/log.h"
@@ -20,8 +22,6 @@
 namespace seam::collectives {
 namespace {
 
-// Two slots of this size per rank stay in a core's L2 while the peers read them.
-constexpr size_t kDefaultSlotBytes = 256 * 1024;
 constexpr size_t kFlagsBytes = 128;
 // What a peer reads from this process to find out whether it may (probe_single_copy).
 const uint64_t kProbeWord = 0x5ea3c0117ec71e5ull;
@@ -91,20 +91,24 @@ cpu_set_t own_affinity() {
 /// whether they share cores.)
 comm::Task set_up(Group& g, ShmRegion& region) {
   const int n = g.size();
-  const size_t slot_bytes = shm_slot_bytes();
-  const size_t bytes = region_bytes(n, slot_bytes);
-  char name[kNameBytes] = {};
+  // Rank 0's slot size holds for all (caches may differ between cores).
+  struct Announcement {
+    char name[kNameBytes];
+    uint64_t slot_bytes;
+  } announced{};
   char verdict = 0;
   std::vector<Acknowledgement> acks_received(n);
   if (g.rank() == 0) {
-    auto segment = shm::SharedSegment::create(shm::unique_segment_name("coll"), bytes);
-    std::strncpy(name, segment->name().c_str(), kNameBytes - 1);
-    region.attach(std::move(segment), slot_bytes);
+    announced.slot_bytes = shm_slot_bytes();
+    auto segment = shm::SharedSegment::create(shm::unique_segment_name("coll"),
+                                              region_bytes(n, announced.slot_bytes));
+    std::strncpy(announced.name, segment->name().c_str(), kNameBytes - 1);
+    region.attach(std::move(segment), announced.slot_bytes);
     region.introduce(0);
     std::vector<transport::RequestPtr> sends;
     std::vector<ExpectedReceive> acks;
     for (int p = 1; p < n; ++p) {
-      sends.push_back(g.isend(p, kSetupStep, name, kNameBytes));
+      sends.push_back(g.isend(p, kSetupStep, &announced, sizeof announced));
       acks.push_back(post_receive(g, p, kSetupStep, &acks_received[p], sizeof(Acknowledgement)));
     }
     co_await comm::all_of(std::move(sends));
@@ -127,8 +131,10 @@ comm::Task set_up(Group& g, ShmRegion& region) {
     for (int p = 1; p < n; ++p) verdicts.push_back(g.isend(p, kSetupStep, &verdict, 1));
     co_await comm::all_of(std::move(verdicts));
   } else {
-    co_await received("shared-memory set-up", post_receive(g, 0, kSetupStep, name, kNameBytes));
-    region.attach(shm::SharedSegment::open(name, bytes), slot_bytes);
+    co_await received("shared-memory set-up",
+                      post_receive(g, 0, kSetupStep, &announced, sizeof announced));
+    region.attach(shm::SharedSegment::open(announced.name, region_bytes(n, announced.slot_bytes)),
+                  announced.slot_bytes);
     region.introduce(g.rank());
     Acknowledgement ack{own_affinity(), static_cast<char>(region.probe_single_copy(0) ? 1 : 0)};
     std::vector<transport::RequestPtr> send{g.isend(0, kSetupStep, &ack, sizeof ack)};
@@ -138,7 +144,7 @@ comm::Task set_up(Group& g, ShmRegion& region) {
   region.decide(verdict & kSingleCopyAllowed, verdict & kSingleCopyPreferred,
                 verdict & kOversubscribed);
   log().debug("shared-memory region for {} ranks: {} KiB slots, single-copy reads {}, {}", n,
-              slot_bytes / 1024,
+              region.slot_bytes() / 1024,
               region.single_copy_preferred() ? "allowed and preferred"
               : region.single_copy()         ? "allowed, not preferred"
                                              : "not allowed",
@@ -264,7 +270,12 @@ CallSignature ShmRegion::signature_of(int rank, uint64_t round) const {
 }
 
 size_t shm_slot_bytes() {
-  return Config::get().chunk_bytes ? Config::get().chunk_bytes : kDefaultSlotBytes;
+  if (Config::get().chunk_bytes) return Config::get().chunk_bytes;
+  // Half the core's L2, 256 KiB to 1 MiB: a round stays in the writer's L2 until the peers read
+  // it, and the rounds (each a wait for every rank) are as few as that allows. 8 ranks on the
+  // Xeon (2 MiB L2): 1 MiB slots 10-30% faster than 256 KiB; 2 ranks on the EPYC (1 MiB L2):
+  // 512 KiB faster at most sizes.
+  return std::clamp(kernels::l2_cache_bytes() / 2, size_t{256} << 10, size_t{1} << 20);
 }
 
 bool shm_capable(const Group& g) { return g.size() > 1 && g.transport_name() == "shm"; }

@@ -143,7 +143,8 @@ class ShmRegion {
   bool oversubscribed_ = false;
 };
 
-/// Bytes of one slot: SEAM_CHUNK_BYTES, or a built-in size that keeps a round in L2.
+/// Bytes of one slot: SEAM_CHUNK_BYTES, or half the L2 (256 KiB to 1 MiB). Rank 0's value holds
+/// for a region.
 size_t shm_slot_bytes();
 
 /// Whether the group's collectives can run through a shared region: more than one rank, all
