@@ -1,0 +1,71 @@
+// Config::from_env: defaults, the automatic/never/size settings, and malformed values rejected
+// with the variable's name.
+#include <doctest/doctest.h>
+#include <stdlib.h>
+
+#include <string>
+#include <utility>
+
+#include "layouts/config.h"
+#include "layouts/errors.h"
+
+using seam::Config;
+
+namespace {
+
+/// Sets one variable for the scope of a test case.
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+  const char* name_;
+};
+
+}  // namespace
+
+TEST_CASE("defaults: automatic single-copy choices, 1 MiB rings, 60 s deadline") {
+  const Config c = Config::from_env();
+  CHECK(c.shm_single_copy_bytes == -1);
+  CHECK(c.shm_cma_bytes == -1);
+  CHECK(c.shm_ring_bytes == (size_t{1} << 20));
+  CHECK(c.timeout_ms == 60000);
+}
+
+TEST_CASE("single-copy settings take -1 (automatic), 0 (never) or a size") {
+  const std::pair<const char*, int64_t Config::*> settings[] = {
+      {"SEAM_SHM_SINGLE_COPY_BYTES", &Config::shm_single_copy_bytes},
+      {"SEAM_SHM_CMA_BYTES", &Config::shm_cma_bytes}};
+  for (const auto& [name, member] : settings) {
+    CAPTURE(std::string(name));
+    {
+      ScopedEnv e(name, "0");
+      CHECK(Config::from_env().*member == 0);
+    }
+    {
+      ScopedEnv e(name, "4096");
+      CHECK(Config::from_env().*member == 4096);
+    }
+    {
+      ScopedEnv e(name, "-2");
+      CHECK_THROWS_AS(Config::from_env(), seam::ValueError);
+    }
+    {
+      ScopedEnv e(name, "1M");
+      CHECK_THROWS_WITH_AS(Config::from_env(), doctest::Contains(name), seam::ValueError);
+    }
+  }
+}
+
+TEST_CASE("malformed values are refused") {
+  {
+    ScopedEnv e("SEAM_SHM_RING_BYTES", "5000");  // not a power of two
+    CHECK_THROWS_AS(Config::from_env(), seam::ValueError);
+  }
+  {
+    ScopedEnv e("SEAM_TRANSPORT", "tcp");
+    CHECK_THROWS_AS(Config::from_env(), seam::ValueError);
+  }
+  {
+    ScopedEnv e("SEAM_TIMEOUT_MS", "0");
+    CHECK_THROWS_AS(Config::from_env(), seam::ValueError);
+  }
+}
