@@ -65,16 +65,21 @@ class Doorbells {
   std::vector<ExpectedReceive> receives_;
 };
 
-/// The two waits of a schedule that works on the peers' own buffers in one round: every rank
-/// announces its buffers and waits for all (`announce(a, b)`, `co_await run(peers_ready())`),
-/// works on all ranks' buffers, then says it is done and waits until every rank is
-/// (`co_await run(finish())`), so no rank's buffers change while a peer still uses them.
+/// The waits of a schedule that works on the peers' own buffers: every rank announces its
+/// buffers and waits for all (`announce(a, b)`, `co_await run(peers_ready())`), works on all
+/// ranks' buffers (and may announce others in the next of its `rounds`: `next()`), then says it
+/// is done and waits until every rank is (`co_await run(finish())`), so no rank's buffers
+/// change while a peer still uses them.
 class BufferExchange {
  public:
-  BufferExchange(Group& g, ShmRegion& region, CallSignature signature, std::string_view collective)
+  BufferExchange(Group& g, ShmRegion& region, CallSignature signature, std::string_view collective,
+                 uint64_t rounds = 1)
       : g_(g), region_(region), signature_(signature), collective_(collective),
-        round_(region.take_rounds(1)), doorbells_(g, 2) {}
+        round_(region.take_rounds(rounds)), doorbells_(g, 2) {}
   uint64_t round() const { return round_; }
+  /// Moves to the exchange's next round (a rank reaches it only after every rank's
+  /// announcement of this one, so buffers announced before stay readable until finish()).
+  void next() { ++round_; }
   /// Publishes this rank's two buffer words (see ShmRegion::publish_words).
   void announce(uint64_t first_word, uint64_t second_word);
   /// Waits for every rank's announcement and checks the signatures.

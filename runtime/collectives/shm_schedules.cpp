@@ -114,27 +114,23 @@ comm::Task single_copy_all_reduce(Group& g, RegionLease& region, const char* sen
   const size_t es = dtype_size(dtype);
   const auto shares = even_blocks(count, n);
   const auto at = block_offsets(shares);
-  const uint64_t inputs = region->take_rounds(2), results = inputs + 1;
-  Doorbells doorbells(g, 2);
-  doorbells.ring(region->publish(me, inputs, signature, send, doorbells.wake_all()));
-  co_await peers_published(g, *region, inputs, signature, "all_reduce");
-  doorbells.expect(*region, inputs, false);
+  BufferExchange exchange(g, *region, signature, "all_reduce", 2);
+  exchange.announce(reinterpret_cast<uint64_t>(send), 0);
+  comm::Task inputs = exchange.peers_ready();
+  co_await comm::run(inputs);
   // In place, this rank overwrites only its own share of send, which no peer reads.
-  fold_from_peers(*region, inputs, me, send, recv + at[me] * es, at[me], shares[me], dtype, op,
-                  store_for(count * es, n, send == recv));
-  doorbells.ring(region->publish(me, results, signature, recv, doorbells.wake_all()));
-  co_await peers_published(g, *region, results, signature, "all_reduce");
-  doorbells.expect(*region, results, false);
+  fold_from_peers(*region, exchange.round(), me, send, recv + at[me] * es, at[me], shares[me],
+                  dtype, op, store_for(count * es, n, send == recv));
+  // Every peer announces its result only after its fold, the last read of this rank's send.
+  exchange.next();
+  exchange.announce(reinterpret_cast<uint64_t>(recv), 0);
+  comm::Task results = exchange.peers_ready();
+  co_await comm::run(results);
   for (int p : peers_from(me, n, false))
-    region->read_from(p, static_cast<const char*>(region->buffer_of(p, results)) + at[p] * es,
+    region->read_from(p, static_cast<const char*>(region->buffer_of(p, exchange.round())) + at[p] * es,
                       recv + at[p] * es, shares[p] * es);
-  doorbells.ring(region->publish_result(me, results, doorbells.wake_all()));
-  co_await peers_published_results(g, *region, results);
-  doorbells.expect(*region, results, true);
-  if (!doorbells.idle()) {
-    comm::Task drain = doorbells.drain();
-    co_await comm::run(drain);
-  }
+  comm::Task finish = exchange.finish();
+  co_await comm::run(finish);
 }
 
 }  // namespace
