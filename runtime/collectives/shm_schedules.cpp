@@ -345,6 +345,7 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
       signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, off.back(),
                    single_copy ? ShmVariant::single_copy : ShmVariant::slots);
   if (single_copy) {
+    log().debug("{}: shm schedule single-copy ({} B)", collective, off.back() * es);
     comm::Task gather =
         single_copy_all_gather(g, region, collective, send, recv, counts, dtype, signature);
     co_await comm::run(gather);
