@@ -5,7 +5,8 @@
 namespace seam::collectives {
 namespace {
 
-constexpr uint32_t kDoorbellStep = 0xFFF01;
+// A control step (from 1024): the ring carries no call signature (see Group::isend).
+constexpr uint32_t kDoorbellStep = 0x7F1;
 // A ring's byte means nothing; it is sent from and received into static storage, so a ring
 // still in flight when an operation fails never touches a destroyed frame.
 const char kRingToken = 0;

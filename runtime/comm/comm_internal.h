@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "layouts/config.h"
+#include "layouts/dtype.h"
 #include "layouts/errors.h"
 #include "runtime/collectives/group.h"
 #include "runtime/comm/communicator.h"
@@ -33,11 +34,15 @@ using Clock = std::chrono::steady_clock;
 
 /// Transport tag layout (48 bits; UCX keeps the bits above for the source rank):
 ///   [47..34] context id (14 bits)  [33..32] kind  [31..0] payload
-///   kind collective: payload = sequence number (12 bits, wraps) << 20 | step (20 bits)
+///   kind collective: payload = sequence number (12 bits, wraps) << 20 | call signature (9 bits)
+///                    << 11 | step (11 bits)
 ///   kind p2p:        payload = the user's tag
 ///   kind internal:   payload = communicator-creation exchange id
+/// The call signature (collective, dtype, op) keeps ranks that disagree on them from exchanging
+/// messages: their call times out naming the peer (SEAM_TIMEOUT_MS) instead of combining bytes
+/// of different types. (The shared-memory schedules compare full signatures and fail at once.)
 namespace tags {
-constexpr int kCtxBits = 14, kSeqBits = 12, kStepBits = 20;
+constexpr int kCtxBits = 14, kSeqBits = 12, kSignatureBits = 9, kStepBits = 11;
 constexpr uint32_t kMaxCtx = (1u << kCtxBits) - 1;
 constexpr uint32_t kSeqMask = (1u << kSeqBits) - 1;
 constexpr uint32_t kMaxStep = (1u << kStepBits) - 1;
@@ -45,8 +50,24 @@ enum Kind : uint64_t { collective = 0, p2p = 1, internal = 2 };
 constexpr uint64_t make(uint32_t ctx, Kind kind, uint32_t payload) {
   return (static_cast<uint64_t>(ctx) << 34) | (static_cast<uint64_t>(kind) << 32) | payload;
 }
-constexpr uint64_t collective_base(uint32_t ctx, uint32_t seq) {
-  return make(ctx, collective, (seq & kSeqMask) << kStepBits);
+/// The call signature's bits: the collective (4 bits), dtype (3) and op (2).
+constexpr uint32_t signature(uint32_t collective, DType dtype, ReduceOp op) {
+  return (collective & 0xF) << 5 | (static_cast<uint32_t>(dtype) & 0x7) << 2 |
+         (static_cast<uint32_t>(op) & 0x3);
+}
+/// Steps from this one are a schedule's control messages (shared-memory set-up, doorbells):
+/// they carry no call signature, so ranks that disagree on the call still reach the point where
+/// the schedule compares signatures and reports the mismatch.
+constexpr uint32_t kControlStep = 1u << (kStepBits - 1);
+/// A collective tag without its call signature.
+constexpr uint64_t unsigned_tag(uint64_t tag) {
+  return tag & ~(static_cast<uint64_t>((1u << kSignatureBits) - 1) << kStepBits);
+}
+/// The communicator-creating split's signature (a collective of its own, past the others).
+constexpr uint32_t kSplitSignature = signature(0xF, DType::u8, ReduceOp::sum);
+constexpr uint64_t collective_base(uint32_t ctx, uint32_t seq, uint32_t signature) {
+  return make(ctx, collective,
+              (seq & kSeqMask) << (kSignatureBits + kStepBits) | signature << kStepBits);
 }
 }  // namespace tags
 
@@ -106,6 +127,10 @@ class OpGroup final : public collectives::Group {
   transport::RequestPtr irecv(int peer, uint32_t step, void* data, size_t bytes) override;
   std::string_view transport_name() const override { return *name_; }
   uint64_t communicator_id() const override { return ctx_; }
+  /// The transport tag of a step: control steps go without the call signature.
+  uint64_t tag_of(uint32_t step) const {
+    return (step >= tags::kControlStep ? tags::unsigned_tag(tag_base_) : tag_base_) | step;
+  }
 
  private:
   transport::Transport& t_;
@@ -158,7 +183,8 @@ class CommunicatorImpl {
       : engine(std::move(engine)), members(std::move(members)), rank(rank), ctx(ctx) {}
 
   /// A new collective operation of this communicator (consumes a sequence number).
-  std::shared_ptr<WorkState> new_collective(const char* op);
+  /// A collective's state; `signature` (tags::signature) goes into its messages' tags.
+  std::shared_ptr<WorkState> new_collective(const char* op, uint32_t signature);
   /// A point-to-point operation (tag from the user, no sequence number).
   std::shared_ptr<WorkState> new_p2p(const char* op, uint32_t user_tag);
   /// Starts it and wraps it in a Work.

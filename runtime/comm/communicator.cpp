@@ -13,6 +13,7 @@
 #include "layouts/log.h"
 #include "runtime/bootstrap/bootstrap.h"
 #include "runtime/collectives/collectives.h"
+#include "runtime/collectives/selection.h"
 #include "runtime/comm/comm_internal.h"
 #include "runtime/comm/composite_transport.h"
 #include "transports/shm/kernel_copy_speed.h"
@@ -105,12 +106,12 @@ uint64_t hash_ranks(std::span<const int> ranks) {
 
 // ---- CommunicatorImpl -----------------------------------------------------------------------
 
-std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op) {
+std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op, uint32_t signature) {
   engine->check_usable();
   const uint32_t s = seq++;
   return seam::detail::make_pooled<WorkState>(
       engine, op, ctx, s, rank, static_cast<int>(members->size()),
-      OpGroup(*engine, members, rank, tags::collective_base(ctx, s), ctx));
+      OpGroup(*engine, members, rank, tags::collective_base(ctx, s, signature), ctx));
 }
 
 std::shared_ptr<WorkState> CommunicatorImpl::new_p2p(const char* op, uint32_t user_tag) {
@@ -259,7 +260,7 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   auto& im = *impl_;
-  auto w = im.new_collective("split");
+  auto w = im.new_collective("split", tags::kSplitSignature);
   std::vector<int> sub(static_cast<size_t>(size()));
   std::iota(sub.begin(), sub.end(), 0);
   std::vector<Record> all(sub.size());
@@ -307,13 +308,14 @@ void check_root(int root, int size, const char* op) {
 }  // namespace
 
 Work Communicator::all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) {
-  auto w = impl_->new_collective("all_reduce");
+  auto w = impl_->new_collective("all_reduce", tags::signature(static_cast<uint32_t>(collectives::Collective::all_reduce), dtype, op));
   w->task = collectives::all_reduce(w->group, send, recv, count, dtype, op);
   return impl_->launch(w);
 }
 
 Work Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DType dtype, ReduceOp op) {
-  auto w = impl_->new_collective("reduce_scatter");
+  auto w = impl_->new_collective(
+      "reduce_scatter", tags::signature(static_cast<uint32_t>(collectives::Collective::reduce_scatter), dtype, op));
   w->task = collectives::reduce_scatter(w->group, send, recv, recv_count, dtype, op);
   return impl_->launch(w);
 }
@@ -321,21 +323,24 @@ Work Communicator::reduce_scatter(const void* send, void* recv, size_t recv_coun
 Work Communicator::reduce_scatterv(const void* send, void* recv, std::span<const size_t> counts, DType dtype,
                                    ReduceOp op) {
   check_counts(counts, size(), "reduce_scatterv");
-  auto w = impl_->new_collective("reduce_scatterv");
+  auto w = impl_->new_collective(
+      "reduce_scatterv", tags::signature(static_cast<uint32_t>(collectives::Collective::reduce_scatterv), dtype, op));
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::reduce_scatterv(w->group, send, recv, w->counts, dtype, op);
   return impl_->launch(w);
 }
 
 Work Communicator::all_gather(const void* send, void* recv, size_t send_count, DType dtype) {
-  auto w = impl_->new_collective("all_gather");
+  auto w = impl_->new_collective(
+      "all_gather", tags::signature(static_cast<uint32_t>(collectives::Collective::all_gather), dtype, ReduceOp::sum));
   w->task = collectives::all_gather(w->group, send, recv, send_count, dtype);
   return impl_->launch(w);
 }
 
 Work Communicator::all_gatherv(const void* send, void* recv, std::span<const size_t> counts, DType dtype) {
   check_counts(counts, size(), "all_gatherv");
-  auto w = impl_->new_collective("all_gatherv");
+  auto w = impl_->new_collective(
+      "all_gatherv", tags::signature(static_cast<uint32_t>(collectives::Collective::all_gatherv), dtype, ReduceOp::sum));
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::all_gatherv(w->group, send, recv, w->counts, dtype);
   return impl_->launch(w);
@@ -343,7 +348,8 @@ Work Communicator::all_gatherv(const void* send, void* recv, std::span<const siz
 
 Work Communicator::broadcast(void* buffer, size_t count, DType dtype, int root) {
   check_root(root, size(), "broadcast");
-  auto w = impl_->new_collective("broadcast");
+  auto w = impl_->new_collective(
+      "broadcast", tags::signature(static_cast<uint32_t>(collectives::Collective::broadcast), dtype, ReduceOp::sum));
   w->task = collectives::broadcast(w->group, buffer, count, dtype, root);
   return impl_->launch(w);
 }
@@ -351,14 +357,16 @@ Work Communicator::broadcast(void* buffer, size_t count, DType dtype, int root) 
 Work Communicator::scatterv(const void* send, void* recv, std::span<const size_t> counts, DType dtype, int root) {
   check_counts(counts, size(), "scatterv");
   check_root(root, size(), "scatterv");
-  auto w = impl_->new_collective("scatterv");
+  auto w = impl_->new_collective(
+      "scatterv", tags::signature(static_cast<uint32_t>(collectives::Collective::scatterv), dtype, ReduceOp::sum));
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::scatterv(w->group, send, recv, w->counts, dtype, root);
   return impl_->launch(w);
 }
 
 Work Communicator::barrier() {
-  auto w = impl_->new_collective("barrier");
+  auto w = impl_->new_collective(
+      "barrier", tags::signature(static_cast<uint32_t>(collectives::Collective::barrier), DType::u8, ReduceOp::sum));
   w->task = collectives::barrier(w->group);
   return impl_->launch(w);
 }

@@ -146,7 +146,8 @@ void Engine::step_all() {
     int peer = w.blocking_peer();
     std::string msg = "seam: " + describe(w) + " timed out after " + std::to_string(config_.timeout_ms) +
                       " ms (SEAM_TIMEOUT_MS) waiting for " +
-                      (peer >= 0 ? "rank " + std::to_string(peer) : std::string("its peers"));
+                      (peer >= 0 ? "rank " + std::to_string(peer) : std::string("its peers")) +
+                      " (it is slow, stuck, or called another collective, dtype or op)";
     fail(w, std::make_exception_ptr(TimeoutError(msg, peer)));
     return;  // aborted: outstanding_ is empty now
   }
@@ -189,13 +190,13 @@ void Engine::drive(WorkState& w) {
 }
 
 transport::RequestPtr OpGroup::isend(int peer, uint32_t step, const void* data, size_t bytes) {
-  if (step > tags::kMaxStep) throw ValueError("seam: step " + std::to_string(step) + " exceeds the tag's 20 bits");
-  return t_.isend(world_rank(peer), tag_base_ | step, data, bytes);
+  if (step > tags::kMaxStep) throw ValueError("seam: step " + std::to_string(step) + " exceeds the tag's 11 bits");
+  return t_.isend(world_rank(peer), tag_of(step), data, bytes);
 }
 
 transport::RequestPtr OpGroup::irecv(int peer, uint32_t step, void* data, size_t bytes) {
-  if (step > tags::kMaxStep) throw ValueError("seam: step " + std::to_string(step) + " exceeds the tag's 20 bits");
-  return t_.irecv(world_rank(peer), tag_base_ | step, data, bytes);
+  if (step > tags::kMaxStep) throw ValueError("seam: step " + std::to_string(step) + " exceeds the tag's 11 bits");
+  return t_.irecv(world_rank(peer), tag_of(step), data, bytes);
 }
 
 }  // namespace seam::comm

@@ -1,8 +1,11 @@
 // Integration check under mpirun: ranks that call all-reduce with different counts (and, where
 // the shared-memory schedules carry them in their call signature, different dtypes or ops) all
 // get a MismatchError, as do ranks of which only some pass buffers in SharedHostMemory; and the
-// communicator stays usable afterwards.
+// communicator stays usable afterwards. On the message path (UCX) a dtype disagreement with
+// equal byte counts ends, last, in a timeout that names it (the calls' messages carry
+// different signatures), never in a combined result.
 #include <cstdio>
+#include <string>
 #include <exception>
 #include <vector>
 
@@ -30,6 +33,28 @@ bool mismatch_detected(seam::comm::Communicator& comm, size_t count0, size_t cou
     return true;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s: %s instead of a MismatchError\n", comm.rank(), what, e.what());
+  }
+  return false;
+}
+
+/// Message path: rank 0 sums floats, the others int32s of the same size. True when this rank
+/// got a TimeoutError saying the peer may have called another dtype, or the abort notice of the
+/// peer that timed out first, which says the same (the call's deadline is SEAM_TIMEOUT_MS; the
+/// communicator is unusable afterwards).
+bool message_path_dtype_mismatch_refused(seam::comm::Communicator& comm) {
+  std::vector<float> buffer(64, 1.0f);
+  try {
+    comm.all_reduce(buffer.data(), buffer.data(), buffer.size(),
+                    comm.rank() == 0 ? DType::f32 : DType::i32, ReduceOp::sum)
+        .wait();
+    std::fprintf(stderr, "rank %d: float vs int32 over %s: no error\n", comm.rank(),
+                 comm.transport_name().c_str());
+  } catch (const seam::CommError& e) {  // TimeoutError, or the peer's abort notice
+    if (std::string(e.what()).find("dtype") != std::string::npos) return true;
+    std::fprintf(stderr, "rank %d: timeout without naming the dtype: %s\n", comm.rank(), e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: float vs int32: %s instead of a CommError\n", comm.rank(),
+                 e.what());
   }
   return false;
 }
@@ -78,6 +103,10 @@ int main() {
     if (comm->rank() == 0)
       std::printf("mismatch_check: %d ranks, transport %s: %s\n", comm->size(),
                   comm->transport_name().c_str(), all ? "OK" : "FAILED");
+    // Last: it leaves the communicator unusable. Each rank reports for itself.
+    if (comm->size() > 1 && comm->transport_name() != "shm" &&
+        !message_path_dtype_mismatch_refused(*comm))
+      return 1;
     return all ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mismatch_check: %s\n", e.what());
