@@ -59,17 +59,29 @@ void BufferExchange::announce(uint64_t first_word, uint64_t second_word) {
                                         doorbells_.wake_all()));
 }
 
-comm::Task BufferExchange::peers_ready() {
-  co_await peers_published(g_, region_, round_, signature_, collective_);
-  doorbells_.expect(region_, round_, false);
+RoundAwaiter BufferExchange::peers_ready() {
+  RoundAwaiter a;
+  static_cast<PublishedAwaiter&>(a) = peers_published(g_, region_, round_, signature_, collective_);
+  a.doorbells = &doorbells_;
+  return a;
+}
+
+void BufferExchange::announce_done() {
+  doorbells_.ring(region_.publish_result(g_.rank(), round_, doorbells_.wake_all()));
+}
+
+RoundAwaiter BufferExchange::peers_done() {
+  RoundAwaiter a;
+  static_cast<PublishedAwaiter&>(a) = peers_published_results(g_, region_, round_);
+  a.doorbells = &doorbells_;
+  return a;
 }
 
 comm::Task BufferExchange::finish() {
-  doorbells_.ring(region_.publish_result(g_.rank(), round_, doorbells_.wake_all()));
-  co_await peers_published_results(g_, region_, round_);
-  doorbells_.expect(region_, round_, true);
-  if (!doorbells_.idle()) {
-    comm::Task drain = doorbells_.drain();
+  announce_done();
+  co_await peers_done();
+  if (!settled()) {
+    comm::Task drain = settle();
     co_await comm::run(drain);
   }
 }

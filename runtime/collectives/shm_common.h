@@ -65,26 +65,46 @@ class Doorbells {
   std::vector<ExpectedReceive> receives_;
 };
 
-/// The waits of a schedule that works on the peers' own buffers: every rank announces its
-/// buffers and waits for all (`announce(a, b)`, `co_await run(peers_ready())`), works on all
-/// ranks' buffers (and may announce others in the next of its `rounds`: `next()`), then says it
-/// is done and waits until every rank is (`co_await run(finish())`), so no rank's buffers
-/// change while a peer still uses them.
+/// `co_await` for every rank's publication of a round (peers_published), then for the doorbell
+/// this rank is owed for it.
+struct RoundAwaiter : PublishedAwaiter {
+  Doorbells* doorbells = nullptr;
+  void await_resume() {
+    PublishedAwaiter::await_resume();
+    doorbells->expect(*region, round, results);
+  }
+};
+
+/// The rounds of a shared-memory schedule and their waits. Each round every rank announces what
+/// it put in its slot or which buffers it works on (`announce(a, b)`), waits for all
+/// (`co_await peers_ready()`), works; reductions in shares then say their share is done and
+/// wait for all (`announce_done()`, `co_await peers_done()`); `next()` moves to the next round.
+/// Schedules that work on the peers' own buffers end with `co_await run(finish())`, so no rank's
+/// buffers change while a peer still uses them; the others with `settle()`.
 class BufferExchange {
  public:
+  /// `wake_all`: the last rank to publish rings every other one (operations of several waits),
+  /// not only those asleep by now (see Doorbells).
   BufferExchange(Group& g, ShmRegion& region, CallSignature signature, std::string_view collective,
-                 uint64_t rounds = 1)
+                 uint64_t rounds = 1, bool wake_all = true)
       : g_(g), region_(region), signature_(signature), collective_(collective),
-        round_(region.take_rounds(rounds)), doorbells_(g, 2) {}
+        round_(region.take_rounds(rounds)), doorbells_(g, wake_all ? 2 : 1) {}
   uint64_t round() const { return round_; }
   /// Moves to the exchange's next round (a rank reaches it only after every rank's
   /// announcement of this one, so buffers announced before stay readable until finish()).
   void next() { ++round_; }
-  /// Publishes this rank's two buffer words (see ShmRegion::publish_words).
-  void announce(uint64_t first_word, uint64_t second_word);
+  /// Publishes this rank's round with two words (see ShmRegion::publish_words).
+  void announce(uint64_t first_word = 0, uint64_t second_word = 0);
   /// Waits for every rank's announcement and checks the signatures.
-  comm::Task peers_ready();
-  /// Publishes that this rank is done, waits for every rank, collects the doorbells.
+  RoundAwaiter peers_ready();
+  /// Publishes that this rank's result for the round is there.
+  void announce_done();
+  /// Waits for every rank's result.
+  RoundAwaiter peers_done();
+  /// Whether doorbell messages are still owed; then `co_await run(settle())` collects them.
+  bool settled() const { return doorbells_.idle(); }
+  comm::Task settle() { return doorbells_.drain(); }
+  /// announce_done(), peers_done(), and the doorbells.
   comm::Task finish();
 
  private:

@@ -116,16 +116,14 @@ comm::Task single_copy_all_reduce(Group& g, RegionLease& region, const char* sen
   const auto at = block_offsets(shares);
   BufferExchange exchange(g, *region, signature, "all_reduce", 2);
   exchange.announce(reinterpret_cast<uint64_t>(send), 0);
-  comm::Task inputs = exchange.peers_ready();
-  co_await comm::run(inputs);
+  co_await exchange.peers_ready();
   // In place, this rank overwrites only its own share of send, which no peer reads.
   fold_from_peers(*region, exchange.round(), me, send, recv + at[me] * es, at[me], shares[me],
                   dtype, op, store_for(count * es, n, send == recv));
   // Every peer announces its result only after its fold, the last read of this rank's send.
   exchange.next();
   exchange.announce(reinterpret_cast<uint64_t>(recv), 0);
-  comm::Task results = exchange.peers_ready();
-  co_await comm::run(results);
+  co_await exchange.peers_ready();
   for (int p : peers_from(me, n, false))
     region->read_from(p, static_cast<const char*>(region->buffer_of(p, exchange.round())) + at[p] * es,
                       recv + at[p] * es, shares[p] * es);
@@ -168,13 +166,12 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   // round, folds its own share into its result slot, then every rank copies all shares. n times
   // less reading than every rank folding everything, for one more flag wait per round.
   const bool in_shares = count * es >= kSharesBytes;
-  const uint64_t first = region->take_rounds(rounds);
-  Doorbells doorbells(g, rounds);
-  const CallSignature signature = signature_of(Collective::all_reduce, dtype, op, count);
+  BufferExchange exchange(g, *region, signature_of(Collective::all_reduce, dtype, op, count),
+                          "all_reduce", rounds, rounds > 1);
   const kernels::Store store = store_for(count * es, n, send == recv);
   std::vector<const void*> sources(n);
-  for (uint64_t k = 0; k < rounds; ++k) {
-    const uint64_t round = first + k;
+  for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
+    const uint64_t round = exchange.round();
     const size_t begin = k * per_round, length = std::min(per_round, count - begin);
     const auto shares = even_blocks(length, n);
     const auto at = block_offsets(shares);
@@ -185,9 +182,8 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     } else {
       std::memcpy(region->slot(me, round), send + begin * es, length * es);
     }
-    doorbells.ring(region->publish(me, round, signature, nullptr, doorbells.wake_all()));
-    co_await peers_published(g, *region, round, signature, "all_reduce");
-    doorbells.expect(*region, round, false);
+    exchange.announce();
+    co_await exchange.peers_ready();
     if (!in_shares) {
       for (int p = 0; p < n; ++p) sources[p] = p == me ? send + begin * es : region->slot(p, round);
       kernels::reduce(recv + begin * es, sources, length, dtype, op, store);
@@ -196,14 +192,13 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     for (int p = 0; p < n; ++p)
       sources[p] = p == me ? send + (begin + at[me]) * es : region->slot(p, round) + at[me] * es;
     kernels::reduce(region->result(me, round), sources, shares[me], dtype, op);
-    doorbells.ring(region->publish_result(me, round, doorbells.wake_all()));
-    co_await peers_published_results(g, *region, round);
-    doorbells.expect(*region, round, true);
+    exchange.announce_done();
+    co_await exchange.peers_done();
     for (int p : peers_from(me, n, true))
       kernels::copy(recv + (begin + at[p]) * es, region->result(p, round), shares[p] * es, store);
   }
-  if (!doorbells.idle()) {
-    comm::Task drain = doorbells.drain();
+  if (!exchange.settled()) {
+    comm::Task drain = exchange.settle();
     co_await comm::run(drain);
   }
   region.finish();
@@ -223,8 +218,7 @@ comm::Task single_copy_reduce_scatter(Group& g, RegionLease& region, std::string
   const auto off = block_offsets(counts);
   BufferExchange exchange(g, *region, signature, collective);
   exchange.announce(reinterpret_cast<uint64_t>(send), 0);
-  comm::Task ready = exchange.peers_ready();
-  co_await comm::run(ready);
+  co_await exchange.peers_ready();
   fold_from_peers(*region, exchange.round(), me, send, out, off[me], counts[me], dtype, op,
                   store_for(off.back() * es, g.size(), out == send + off[me] * es));
   comm::Task finish = exchange.finish();
@@ -267,29 +261,26 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   const Pieces pieces = cut(counts, rounds);
   std::vector<size_t> at(n, 0);  // where block j's piece sits in a slot, in elements
   for (int j = 1; j < n; ++j) at[j] = at[j - 1] + pieces.piece[j - 1];
-  const uint64_t first = region->take_rounds(rounds);
-  Doorbells doorbells(g, rounds);
-  const CallSignature signature =
-      signature_of(Collective::reduce_scatterv, dtype, op, total);
+  BufferExchange exchange(g, *region, signature_of(Collective::reduce_scatterv, dtype, op, total),
+                          collective, rounds, rounds > 1);
   const kernels::Store store = store_for(total * es, n, out == send + off[me] * es);
   std::vector<const void*> sources(n);
-  for (uint64_t k = 0; k < rounds; ++k) {
-    const uint64_t round = first + k;
+  for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
+    const uint64_t round = exchange.round();
     char* mine = region->slot(me, round);
     for (int j = 0; j < n; ++j)
       if (j != me)
         std::memcpy(mine + at[j] * es, send + (off[j] + k * pieces.piece[j]) * es,
                     pieces.length(counts[j], j, k) * es);
-    doorbells.ring(region->publish(me, round, signature, nullptr, doorbells.wake_all()));
-    co_await peers_published(g, *region, round, signature, collective);
-    doorbells.expect(*region, round, false);
+    exchange.announce();
+    co_await exchange.peers_ready();
     const size_t begin = k * pieces.piece[me];
     for (int p = 0; p < n; ++p)
       sources[p] = p == me ? send + (off[me] + begin) * es : region->slot(p, round) + at[me] * es;
     kernels::reduce(out + begin * es, sources, pieces.length(counts[me], me, k), dtype, op, store);
   }
-  if (!doorbells.idle()) {
-    comm::Task drain = doorbells.drain();
+  if (!exchange.settled()) {
+    comm::Task drain = exchange.settle();
     co_await comm::run(drain);
   }
   region.finish();
@@ -309,8 +300,7 @@ comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_vie
   exchange.announce(reinterpret_cast<uint64_t>(send), 0);
   char* own = recv + off[me] * es;
   if (own != send) kernels::copy(own, send, counts[me] * es, store_for(off.back() * es, n, false));
-  comm::Task ready = exchange.peers_ready();
-  co_await comm::run(ready);
+  co_await exchange.peers_ready();
   for (int p : peers_from(me, n, false))
     if (counts[p])
       region->read_from(p, region->buffer_of(p, exchange.round()), recv + off[p] * es,
@@ -355,25 +345,23 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
   const size_t largest = *std::max_element(counts.begin(), counts.end());
   const uint64_t rounds = ceil_div(largest, region->slot_bytes() / es);
   const Pieces pieces = cut(counts, rounds);
-  const uint64_t first = region->take_rounds(rounds);
-  Doorbells doorbells(g, rounds);
+  BufferExchange exchange(g, *region, signature, collective, rounds, rounds > 1);
   const kernels::Store store = store_for(off.back() * es, n, false);
   char* own = recv + off[me] * es;
-  for (uint64_t k = 0; k < rounds; ++k) {
-    const uint64_t round = first + k;
+  for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
+    const uint64_t round = exchange.round();
     std::memcpy(region->slot(me, round), send + k * pieces.piece[me] * es,
                 pieces.length(counts[me], me, k) * es);
-    doorbells.ring(region->publish(me, round, signature, nullptr, doorbells.wake_all()));
+    exchange.announce();
     // This rank's own block moves while the peers fill their first slots.
     if (k == 0 && own != send) kernels::copy(own, send, counts[me] * es, store);
-    co_await peers_published(g, *region, round, signature, collective);
-    doorbells.expect(*region, round, false);
+    co_await exchange.peers_ready();
     for (int p : peers_from(me, n, false))
       kernels::copy(recv + (off[p] + k * pieces.piece[p]) * es, region->slot(p, round),
                     pieces.length(counts[p], p, k) * es, store);
   }
-  if (!doorbells.idle()) {
-    comm::Task drain = doorbells.drain();
+  if (!exchange.settled()) {
+    comm::Task drain = exchange.settle();
     co_await comm::run(drain);
   }
   region.finish();

@@ -36,8 +36,7 @@ comm::Task zero_copy_all_reduce(Group& g, ShmRegion& region, const char* send, c
                           signature_of(Collective::all_reduce, dtype, op, count, ShmVariant::zero_copy),
                           "all_reduce");
   exchange.announce(handles.send, handles.recv);
-  comm::Task ready = exchange.peers_ready();
-  co_await comm::run(ready);
+  co_await exchange.peers_ready();
   const auto sends = peer_buffers(region, exchange.round(), 0, me, send);
   const auto recvs = peer_buffers(region, exchange.round(), 1, me, recv);
   // This rank's share of every input is read by this rank alone and its share of every output
@@ -70,8 +69,7 @@ comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_vie
       signature_of(Collective::reduce_scatterv, dtype, op, off.back(), ShmVariant::zero_copy),
       collective);
   exchange.announce(send_handle, 0);
-  comm::Task ready = exchange.peers_ready();
-  co_await comm::run(ready);
+  co_await exchange.peers_ready();
   const auto sends = peer_buffers(region, exchange.round(), 0, me, send);
   const kernels::Store store = store_for(off.back() * es, n, out == send + off[me] * es);
   const size_t chunk = kChunkBytes / es;
@@ -96,8 +94,7 @@ comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view co
       signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, off.back(), ShmVariant::zero_copy),
       collective);
   exchange.announce(recv_handle, 0);
-  comm::Task ready = exchange.peers_ready();
-  co_await comm::run(ready);
+  co_await exchange.peers_ready();
   const auto recvs = peer_buffers(region, exchange.round(), 0, me, recv);
   const kernels::Store store = store_for(off.back() * es, n, false);
   const size_t chunk = kChunkBytes / es;
