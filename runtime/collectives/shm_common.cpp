@@ -49,9 +49,11 @@ void Doorbells::expect(const ShmRegion& region, uint64_t round, bool results) {
                                      &ring_sink, 1));
 }
 
-comm::Task Doorbells::drain() {
-  co_await received("shared-memory doorbell", std::move(receives_));
-  co_await comm::all_of(std::move(sends_));
+DoorbellsAwaiter Doorbells::drain() {
+  DoorbellsAwaiter a;
+  a.receives = received("shared-memory doorbell", std::move(receives_));
+  a.sends = comm::all_of(std::move(sends_));
+  return a;
 }
 
 void BufferExchange::announce(uint64_t first_word, uint64_t second_word) {
@@ -80,10 +82,7 @@ RoundAwaiter BufferExchange::peers_done() {
 comm::Task BufferExchange::finish() {
   announce_done();
   co_await peers_done();
-  if (!settled()) {
-    comm::Task drain = settle();
-    co_await comm::run(drain);
-  }
+  co_await settle();
 }
 
 }  // namespace seam::collectives

@@ -47,6 +47,22 @@ kernels::Store store_for(size_t bytes, int ranks, bool destination_cached);
 // of them, since the ring is also what keeps their drivers spinning through the next rounds;
 // in one-round operations only those that have waited for longer than half their spin. The
 // rung ranks collect their ring before the operation ends.
+/// `co_await doorbells.drain()`: every ring this rank sent has left and every ring it is owed
+/// has come (ready at once when there are none).
+struct DoorbellsAwaiter : comm::detail::AwaiterBase<DoorbellsAwaiter> {
+  ReceivesAwaiter receives;
+  comm::detail::RequestsAwaiter sends;
+  bool ready() override { return receives.ready() && sends.ready(); }
+  int blocking_peer() const override {
+    const int peer = receives.blocking_peer();
+    return peer >= 0 ? peer : sends.blocking_peer();
+  }
+  void await_resume() {
+    receives.await_resume();
+    sends.await_resume();
+  }
+};
+
 class Doorbells {
  public:
   Doorbells(Group& g, uint64_t rounds) : g_(g), wake_all_(rounds > 1) {}
@@ -55,8 +71,7 @@ class Doorbells {
   void ring(uint64_t wake);
   /// After every rank published: expect the last one's ring if it rang this rank.
   void expect(const ShmRegion& region, uint64_t round, bool results);
-  bool idle() const { return sends_.empty() && receives_.empty(); }
-  comm::Task drain();
+  DoorbellsAwaiter drain();
 
  private:
   Group& g_;
@@ -101,9 +116,8 @@ class BufferExchange {
   void announce_done();
   /// Waits for every rank's result.
   RoundAwaiter peers_done();
-  /// Whether doorbell messages are still owed; then `co_await run(settle())` collects them.
-  bool settled() const { return doorbells_.idle(); }
-  comm::Task settle() { return doorbells_.drain(); }
+  /// `co_await settle()`: collects the doorbell messages still owed (at the end).
+  DoorbellsAwaiter settle() { return doorbells_.drain(); }
   /// announce_done(), peers_done(), and the doorbells.
   comm::Task finish();
 

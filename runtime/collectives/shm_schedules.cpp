@@ -197,10 +197,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     for (int p : peers_from(me, n, true))
       kernels::copy(recv + (begin + at[p]) * es, region->result(p, round), shares[p] * es, store);
   }
-  if (!exchange.settled()) {
-    comm::Task drain = exchange.settle();
-    co_await comm::run(drain);
-  }
+  co_await exchange.settle();
   region.finish();
 }
 
@@ -279,10 +276,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
       sources[p] = p == me ? send + (off[me] + begin) * es : region->slot(p, round) + at[me] * es;
     kernels::reduce(out + begin * es, sources, pieces.length(counts[me], me, k), dtype, op, store);
   }
-  if (!exchange.settled()) {
-    comm::Task drain = exchange.settle();
-    co_await comm::run(drain);
-  }
+  co_await exchange.settle();
   region.finish();
 }
 
@@ -360,10 +354,7 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
       kernels::copy(recv + (off[p] + k * pieces.piece[p]) * es, region->slot(p, round),
                     pieces.length(counts[p], p, k) * es, store);
   }
-  if (!exchange.settled()) {
-    comm::Task drain = exchange.settle();
-    co_await comm::run(drain);
-  }
+  co_await exchange.settle();
   region.finish();
 }
 
