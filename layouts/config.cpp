@@ -22,6 +22,13 @@ int64_t env_int(const char* name, int64_t fallback) {
   return x;
 }
 
+/// A size threshold: -1 (automatic), 0 (never) or a size in bytes.
+int64_t env_threshold(const char* name, int64_t fallback) {
+  const int64_t v = env_int(name, fallback);
+  if (v < -1) throw ValueError(std::string(name) + " must be -1 (automatic), 0 (never) or a size");
+  return v;
+}
+
 }  // namespace
 
 Config Config::from_env() {
@@ -45,12 +52,8 @@ Config Config::from_env() {
   if (ring < 4096 || (ring & (ring - 1)) != 0)
     throw ValueError("SEAM_SHM_RING_BYTES must be a power of two >= 4096, got " + std::to_string(ring));
   c.shm_ring_bytes = static_cast<size_t>(ring);
-  c.shm_cma_bytes = env_int("SEAM_SHM_CMA_BYTES", c.shm_cma_bytes);
-  if (c.shm_cma_bytes < -1)
-    throw ValueError("SEAM_SHM_CMA_BYTES must be -1 (automatic), 0 (never) or a size");
-  c.shm_single_copy_bytes = env_int("SEAM_SHM_SINGLE_COPY_BYTES", c.shm_single_copy_bytes);
-  if (c.shm_single_copy_bytes < -1)
-    throw ValueError("SEAM_SHM_SINGLE_COPY_BYTES must be -1 (automatic), 0 (never) or a size");
+  c.shm_cma_bytes = env_threshold("SEAM_SHM_CMA_BYTES", c.shm_cma_bytes);
+  c.shm_single_copy_bytes = env_threshold("SEAM_SHM_SINGLE_COPY_BYTES", c.shm_single_copy_bytes);
   c.pmix_namespace = env_string("PMIX_NAMESPACE", "");
   return c;
 }
@@ -62,6 +65,9 @@ const Config& Config::get() {
 
 std::vector<std::string> Config::describe() const {
   auto s = [](size_t v) { return v ? std::to_string(v) : std::string("built-in"); };
+  auto threshold = [](int64_t v) {
+    return v < 0 ? std::string("-1 (automatic)") : v == 0 ? std::string("0 (never)") : std::to_string(v);
+  };
   return {
       "SEAM_LOG_LEVEL=" + log_level,
       "SEAM_TRANSPORT=" + (transport.empty() ? std::string("auto") : transport),
@@ -76,12 +82,8 @@ std::vector<std::string> Config::describe() const {
       std::string("SEAM_JOB_TOKEN=") + (job_token.empty() ? "(unset)" : "(set)"),
       "SEAM_HOSTNAME=" + (hostname.empty() ? std::string("(gethostname)") : hostname),
       "SEAM_SHM_RING_BYTES=" + std::to_string(shm_ring_bytes),
-      "SEAM_SHM_CMA_BYTES=" + (shm_cma_bytes < 0    ? std::string("-1 (automatic)")
-                               : shm_cma_bytes == 0 ? std::string("0 (never)")
-                                                    : std::to_string(shm_cma_bytes)),
-      "SEAM_SHM_SINGLE_COPY_BYTES=" + (shm_single_copy_bytes < 0    ? std::string("-1 (automatic)")
-                                       : shm_single_copy_bytes == 0 ? std::string("0 (never)")
-                                                                    : std::to_string(shm_single_copy_bytes)),
+      "SEAM_SHM_CMA_BYTES=" + threshold(shm_cma_bytes),
+      "SEAM_SHM_SINGLE_COPY_BYTES=" + threshold(shm_single_copy_bytes),
   };
 }
 

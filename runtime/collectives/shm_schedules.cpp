@@ -70,7 +70,6 @@ Pieces cut(const std::vector<size_t>& counts, uint64_t rounds) {
   return p;
 }
 
-
 /// Single-copy reads move this much per peer and call: the peers' pieces of one chunk sit in
 /// L2 when the fold reads them.
 constexpr size_t kSingleCopyChunkBytes = 64 * 1024;

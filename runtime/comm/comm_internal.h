@@ -22,6 +22,7 @@
 #include "layouts/dtype.h"
 #include "layouts/errors.h"
 #include "runtime/collectives/group.h"
+#include "runtime/collectives/selection.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/task.h"
 #include "runtime/comm/work.h"
@@ -185,6 +186,9 @@ class CommunicatorImpl {
   /// A new collective operation of this communicator (consumes a sequence number).
   /// A collective's state; `signature` (tags::signature) goes into its messages' tags.
   std::shared_ptr<WorkState> new_collective(const char* op, uint32_t signature);
+  /// The same for a public collective, signed with its kind, dtype and op.
+  std::shared_ptr<WorkState> new_collective(collectives::Collective c, DType dtype,
+                                            ReduceOp op = ReduceOp::sum);
   /// A point-to-point operation (tag from the user, no sequence number).
   std::shared_ptr<WorkState> new_p2p(const char* op, uint32_t user_tag);
   /// Starts it and wraps it in a Work.

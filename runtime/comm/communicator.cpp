@@ -114,6 +114,13 @@ std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op, uint
       OpGroup(*engine, members, rank, tags::collective_base(ctx, s, signature), ctx));
 }
 
+std::shared_ptr<WorkState> CommunicatorImpl::new_collective(collectives::Collective c, DType dtype,
+                                                            ReduceOp op) {
+  // collective_name gives string literals: NUL-terminated, alive for the whole run.
+  return new_collective(collectives::collective_name(c).data(),
+                        tags::signature(static_cast<uint32_t>(c), dtype, op));
+}
+
 std::shared_ptr<WorkState> CommunicatorImpl::new_p2p(const char* op, uint32_t user_tag) {
   engine->check_usable();
   return seam::detail::make_pooled<WorkState>(
@@ -308,14 +315,13 @@ void check_root(int root, int size, const char* op) {
 }  // namespace
 
 Work Communicator::all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) {
-  auto w = impl_->new_collective("all_reduce", tags::signature(static_cast<uint32_t>(collectives::Collective::all_reduce), dtype, op));
+  auto w = impl_->new_collective(collectives::Collective::all_reduce, dtype, op);
   w->task = collectives::all_reduce(w->group, send, recv, count, dtype, op);
   return impl_->launch(w);
 }
 
 Work Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DType dtype, ReduceOp op) {
-  auto w = impl_->new_collective(
-      "reduce_scatter", tags::signature(static_cast<uint32_t>(collectives::Collective::reduce_scatter), dtype, op));
+  auto w = impl_->new_collective(collectives::Collective::reduce_scatter, dtype, op);
   w->task = collectives::reduce_scatter(w->group, send, recv, recv_count, dtype, op);
   return impl_->launch(w);
 }
@@ -323,24 +329,21 @@ Work Communicator::reduce_scatter(const void* send, void* recv, size_t recv_coun
 Work Communicator::reduce_scatterv(const void* send, void* recv, std::span<const size_t> counts, DType dtype,
                                    ReduceOp op) {
   check_counts(counts, size(), "reduce_scatterv");
-  auto w = impl_->new_collective(
-      "reduce_scatterv", tags::signature(static_cast<uint32_t>(collectives::Collective::reduce_scatterv), dtype, op));
+  auto w = impl_->new_collective(collectives::Collective::reduce_scatterv, dtype, op);
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::reduce_scatterv(w->group, send, recv, w->counts, dtype, op);
   return impl_->launch(w);
 }
 
 Work Communicator::all_gather(const void* send, void* recv, size_t send_count, DType dtype) {
-  auto w = impl_->new_collective(
-      "all_gather", tags::signature(static_cast<uint32_t>(collectives::Collective::all_gather), dtype, ReduceOp::sum));
+  auto w = impl_->new_collective(collectives::Collective::all_gather, dtype);
   w->task = collectives::all_gather(w->group, send, recv, send_count, dtype);
   return impl_->launch(w);
 }
 
 Work Communicator::all_gatherv(const void* send, void* recv, std::span<const size_t> counts, DType dtype) {
   check_counts(counts, size(), "all_gatherv");
-  auto w = impl_->new_collective(
-      "all_gatherv", tags::signature(static_cast<uint32_t>(collectives::Collective::all_gatherv), dtype, ReduceOp::sum));
+  auto w = impl_->new_collective(collectives::Collective::all_gatherv, dtype);
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::all_gatherv(w->group, send, recv, w->counts, dtype);
   return impl_->launch(w);
@@ -348,8 +351,7 @@ Work Communicator::all_gatherv(const void* send, void* recv, std::span<const siz
 
 Work Communicator::broadcast(void* buffer, size_t count, DType dtype, int root) {
   check_root(root, size(), "broadcast");
-  auto w = impl_->new_collective(
-      "broadcast", tags::signature(static_cast<uint32_t>(collectives::Collective::broadcast), dtype, ReduceOp::sum));
+  auto w = impl_->new_collective(collectives::Collective::broadcast, dtype);
   w->task = collectives::broadcast(w->group, buffer, count, dtype, root);
   return impl_->launch(w);
 }
@@ -357,16 +359,14 @@ Work Communicator::broadcast(void* buffer, size_t count, DType dtype, int root) 
 Work Communicator::scatterv(const void* send, void* recv, std::span<const size_t> counts, DType dtype, int root) {
   check_counts(counts, size(), "scatterv");
   check_root(root, size(), "scatterv");
-  auto w = impl_->new_collective(
-      "scatterv", tags::signature(static_cast<uint32_t>(collectives::Collective::scatterv), dtype, ReduceOp::sum));
+  auto w = impl_->new_collective(collectives::Collective::scatterv, dtype);
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::scatterv(w->group, send, recv, w->counts, dtype, root);
   return impl_->launch(w);
 }
 
 Work Communicator::barrier() {
-  auto w = impl_->new_collective(
-      "barrier", tags::signature(static_cast<uint32_t>(collectives::Collective::barrier), DType::u8, ReduceOp::sum));
+  auto w = impl_->new_collective(collectives::Collective::barrier, DType::u8);
   w->task = collectives::barrier(w->group);
   return impl_->launch(w);
 }

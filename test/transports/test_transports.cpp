@@ -184,7 +184,6 @@ TEST_CASE("shm: send to self, and many small messages in flight") { self_case(Ki
 TEST_CASE("shm (cma): send to self, and many small messages in flight") { self_case(Kind::shm_cma); }
 TEST_CASE("ucx: send to self, and many small messages in flight") { self_case(Kind::ucx); }
 
-
 TEST_CASE("shm: a dead peer fails pending requests naming its rank and pid, within milliseconds") {
   // Two processes bootstrapped through the TCP store.
   const std::string addr = "127.0.0.1:" + std::to_string(21000 + getpid() % 20000);

@@ -30,6 +30,8 @@ struct Registry {
   std::map<uintptr_t, std::pair<uint64_t, size_t>> own;
   std::map<std::pair<pid_t, uint64_t>, std::unique_ptr<shm::SharedSegment>> peers;
   std::atomic<uint64_t> next_id{0};
+  // How many `own` holds: every collective call asks, most processes have none.
+  std::atomic<size_t> live{0};
 };
 
 Registry& registry() {
@@ -48,6 +50,7 @@ std::unique_ptr<SharedHostMemory> SharedHostMemory::allocate(size_t bytes) {
   auto segment = shm::SharedSegment::create(name, bytes);
   std::lock_guard lock(registry().mutex);
   registry().own[reinterpret_cast<uintptr_t>(segment->data())] = {id, bytes};
+  registry().live.fetch_add(1, std::memory_order_relaxed);
   return std::unique_ptr<SharedHostMemory>(new SharedHostMemory(std::move(segment), id));
 }
 
@@ -57,6 +60,7 @@ SharedHostMemory::SharedHostMemory(std::unique_ptr<shm::SharedSegment> segment, 
 SharedHostMemory::~SharedHostMemory() {
   std::lock_guard lock(registry().mutex);
   registry().own.erase(reinterpret_cast<uintptr_t>(segment_->data()));
+  registry().live.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void* SharedHostMemory::data() const { return segment_->data(); }
@@ -65,6 +69,7 @@ size_t SharedHostMemory::size() const { return segment_->size(); }
 namespace shm {
 
 uint64_t shared_handle_of(const void* data, size_t bytes) {
+  if (registry().live.load(std::memory_order_relaxed) == 0) return 0;
   const auto address = reinterpret_cast<uintptr_t>(data);
   std::lock_guard lock(registry().mutex);
   auto it = registry().own.upper_bound(address);

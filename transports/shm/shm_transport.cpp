@@ -263,24 +263,25 @@ class ShmTransportImpl final : public ShmTransport {
     wake_if_sleeping(*p.area);
   }
 
+  /// Whether peer p has read cma send `s`.
+  static bool acked(const Peer& p, const SendRequest& s) {
+    return p.out.acks->id[s.id % kAckSlots].load(std::memory_order_acquire) == s.id;
+  }
+
   /// Completes the cma sends peer p has acknowledged. True if any did.
   bool collect_acks(Peer& p) {
     auto& waiting = p.out.awaiting_ack;
-    const auto read = [&](const std::shared_ptr<SendRequest>& s) {
-      return p.out.acks->id[s->id % kAckSlots].load(std::memory_order_acquire) == s->id;
-    };
     const auto first = std::stable_partition(waiting.begin(), waiting.end(),
-                                             [&](const auto& s) { return !read(s); });
+                                             [&](const auto& s) { return !acked(p, *s); });
     if (first == waiting.end()) return false;
     for (auto it = first; it != waiting.end(); ++it) (*it)->complete();
     waiting.erase(first, waiting.end());
     return true;
   }
 
-  bool acks_waiting(Peer& p) const {
-    for (const auto& s : p.out.awaiting_ack)
-      if (p.out.acks->id[s->id % kAckSlots].load(std::memory_order_acquire) == s->id) return true;
-    return false;
+  bool acks_waiting(const Peer& p) const {
+    return std::any_of(p.out.awaiting_ack.begin(), p.out.awaiting_ack.end(),
+                       [&](const auto& s) { return acked(p, *s); });
   }
 
   /// Copies a cma message out of the sender's memory, then acknowledges it. Empty on success.
