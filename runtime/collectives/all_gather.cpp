@@ -98,7 +98,7 @@ comm::Task all_gather(Group& g, const void* send, void* recv, size_t send_count,
 
 comm::Task all_gatherv(Group& g, const void* send, void* recv, std::span<const size_t> counts,
                        DType dtype) {
-  check_counts("all_gatherv", g, counts);
+  check_counts("all_gatherv", g.size(), counts);
   return all_gather_blocks(g, Collective::all_gatherv, send, recv,
                            std::vector<size_t>(counts.begin(), counts.end()), dtype);
 }

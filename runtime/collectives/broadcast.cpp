@@ -48,7 +48,7 @@ comm::Task chain_broadcast(Group& g, char* buffer, size_t count, size_t element_
 }  // namespace
 
 comm::Task broadcast(Group& g, void* buffer, size_t count, DType dtype, int root) {
-  check_root(kName, g, root);
+  check_rank(kName, "root", g.size(), root);
   const size_t es = dtype_size(dtype);
   Algorithm a = select_algorithm(Collective::broadcast, g, count * es, count, dtype);
   auto data = static_cast<char*>(buffer);

@@ -120,7 +120,7 @@ comm::Task reduce_scatter(Group& g, const void* send, void* recv, size_t recv_co
 
 comm::Task reduce_scatterv(Group& g, const void* send, void* recv, std::span<const size_t> counts,
                            DType dtype, ReduceOp op) {
-  check_counts("reduce_scatterv", g, counts);
+  check_counts("reduce_scatterv", g.size(), counts);
   return reduce_scatter_blocks(g, Collective::reduce_scatterv, send, recv,
                                std::vector<size_t>(counts.begin(), counts.end()), dtype, op);
 }

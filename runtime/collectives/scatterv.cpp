@@ -31,8 +31,8 @@ comm::Task direct_scatterv(Group& g, const char* send, char* recv, std::vector<s
 
 comm::Task scatterv(Group& g, const void* send, void* recv, std::span<const size_t> counts,
                     DType dtype, int root) {
-  check_counts(kName, g, counts);
-  check_root(kName, g, root);
+  check_counts(kName, g.size(), counts);
+  check_rank(kName, "root", g.size(), root);
   std::vector<size_t> blocks(counts.begin(), counts.end());
   size_t total = block_offsets(blocks).back();
   select_algorithm(Collective::scatterv, g, total * dtype_size(dtype), total, dtype);

@@ -6,10 +6,10 @@
 
 namespace seam::collectives {
 
-void check_counts(std::string_view collective, const Group& g, std::span<const size_t> counts) {
-  if (counts.size() != static_cast<size_t>(g.size()))
+void check_counts(std::string_view collective, int ranks, std::span<const size_t> counts) {
+  if (counts.size() != static_cast<size_t>(ranks))
     throw ValueError(std::string(collective) + ": " + std::to_string(counts.size()) +
-                     " counts for a group of " + std::to_string(g.size()) + " ranks");
+                     " counts for a group of " + std::to_string(ranks) + " ranks");
 }
 
 void check_reducible(std::string_view collective, DType dtype) {
@@ -25,10 +25,10 @@ void check_reducible(std::string_view collective, DType dtype) {
   }
 }
 
-void check_root(std::string_view collective, const Group& g, int root) {
-  if (root < 0 || root >= g.size())
-    throw ValueError(std::string(collective) + ": root " + std::to_string(root) +
-                     " is not a rank of a group of " + std::to_string(g.size()));
+void check_rank(std::string_view collective, std::string_view role, int ranks, int rank) {
+  if (rank < 0 || rank >= ranks)
+    throw ValueError(std::string(collective) + ": " + std::string(role) + " " +
+                     std::to_string(rank) + " is not a rank of a group of " + std::to_string(ranks));
 }
 
 }  // namespace seam::collectives

@@ -14,6 +14,7 @@
 #include "runtime/bootstrap/bootstrap.h"
 #include "runtime/collectives/collectives.h"
 #include "runtime/collectives/selection.h"
+#include "runtime/collectives/validate.h"
 #include "runtime/comm/comm_internal.h"
 #include "runtime/comm/composite_transport.h"
 #include "transports/shm/kernel_copy_speed.h"
@@ -301,18 +302,10 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
 
 // ---- operations -----------------------------------------------------------------------------
 
-namespace {
-void check_counts(std::span<const size_t> counts, int size, const char* op) {
-  if (counts.size() != static_cast<size_t>(size))
-    throw ValueError(std::string("seam: ") + op + ": counts has " + std::to_string(counts.size()) +
-                     " entries for a communicator of " + std::to_string(size));
-}
-void check_root(int root, int size, const char* op) {
-  if (root < 0 || root >= size)
-    throw ValueError(std::string("seam: ") + op + ": root " + std::to_string(root) + " outside the communicator of " +
-                     std::to_string(size));
-}
-}  // namespace
+// Arguments are checked here, before the call takes a sequence number, so a rejected call
+// leaves the communicator's calls in step on every rank.
+using collectives::check_counts;
+using collectives::check_rank;
 
 Work Communicator::all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) {
   auto w = impl_->new_collective(collectives::Collective::all_reduce, dtype, op);
@@ -328,7 +321,7 @@ Work Communicator::reduce_scatter(const void* send, void* recv, size_t recv_coun
 
 Work Communicator::reduce_scatterv(const void* send, void* recv, std::span<const size_t> counts, DType dtype,
                                    ReduceOp op) {
-  check_counts(counts, size(), "reduce_scatterv");
+  check_counts("reduce_scatterv", size(), counts);
   auto w = impl_->new_collective(collectives::Collective::reduce_scatterv, dtype, op);
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::reduce_scatterv(w->group, send, recv, w->counts, dtype, op);
@@ -342,7 +335,7 @@ Work Communicator::all_gather(const void* send, void* recv, size_t send_count, D
 }
 
 Work Communicator::all_gatherv(const void* send, void* recv, std::span<const size_t> counts, DType dtype) {
-  check_counts(counts, size(), "all_gatherv");
+  check_counts("all_gatherv", size(), counts);
   auto w = impl_->new_collective(collectives::Collective::all_gatherv, dtype);
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::all_gatherv(w->group, send, recv, w->counts, dtype);
@@ -350,15 +343,15 @@ Work Communicator::all_gatherv(const void* send, void* recv, std::span<const siz
 }
 
 Work Communicator::broadcast(void* buffer, size_t count, DType dtype, int root) {
-  check_root(root, size(), "broadcast");
+  check_rank("broadcast", "root", size(), root);
   auto w = impl_->new_collective(collectives::Collective::broadcast, dtype);
   w->task = collectives::broadcast(w->group, buffer, count, dtype, root);
   return impl_->launch(w);
 }
 
 Work Communicator::scatterv(const void* send, void* recv, std::span<const size_t> counts, DType dtype, int root) {
-  check_counts(counts, size(), "scatterv");
-  check_root(root, size(), "scatterv");
+  check_counts("scatterv", size(), counts);
+  check_rank("scatterv", "root", size(), root);
   auto w = impl_->new_collective(collectives::Collective::scatterv, dtype);
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::scatterv(w->group, send, recv, w->counts, dtype, root);
@@ -372,14 +365,14 @@ Work Communicator::barrier() {
 }
 
 Work Communicator::send(const void* data, size_t bytes, int peer, uint32_t tag) {
-  check_root(peer, size(), "send");
+  check_rank("send", "peer", size(), peer);
   auto w = impl_->new_p2p("send", tag);
   w->request = w->group.isend(peer, 0, data, bytes);
   return impl_->launch(w);
 }
 
 Work Communicator::recv(void* data, size_t bytes, int peer, uint32_t tag) {
-  check_root(peer, size(), "recv");
+  check_rank("recv", "peer", size(), peer);
   auto w = impl_->new_p2p("recv", tag);
   w->request = w->group.irecv(peer, 0, data, bytes);
   return impl_->launch(w);
