@@ -1,7 +1,6 @@
 #include "runtime/collectives/shm_region.h"
 
 #include <sched.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include "layouts/log.h"
 #include "runtime/collectives/receive.h"
 #include "transports/shm/kernel_copy_speed.h"
+#include "transports/shm/process_memory.h"
 
 namespace seam::collectives {
 namespace {
@@ -246,24 +246,14 @@ void ShmRegion::introduce(int rank) {
 bool ShmRegion::probe_single_copy(int rank) const {
   uint64_t word = 0;
   const auto* remote = reinterpret_cast<const void*>(flags(rank)->probe.load(std::memory_order_acquire));
-  iovec local_iov{&word, sizeof word}, remote_iov{const_cast<void*>(remote), sizeof word};
-  return process_vm_readv(static_cast<pid_t>(flags(rank)->pid.load()), &local_iov, 1, &remote_iov,
-                          1, 0) == sizeof word &&
-         word == kProbeWord;
+  return shm::read_process_memory(pid_of(rank), remote, &word, sizeof word) == 0 && word == kProbeWord;
 }
 
 void ShmRegion::read_from(int rank, const void* remote, void* local, size_t bytes) const {
   const pid_t pid = pid_of(rank);
-  auto* to = static_cast<char*>(local);
-  auto* from = static_cast<const char*>(remote);
-  while (bytes > 0) {
-    iovec local_iov{to, bytes}, remote_iov{const_cast<char*>(from), bytes};
-    ssize_t got = process_vm_readv(pid, &local_iov, 1, &remote_iov, 1, 0);
-    if (got <= 0)
-      throw CommError("shared-memory single-copy read from local rank pid " + std::to_string(pid) +
-                      " failed: " + std::strerror(errno));
-    to += got, from += got, bytes -= static_cast<size_t>(got);
-  }
+  if (const int err = shm::read_process_memory(pid, remote, local, bytes))
+    throw CommError("shared-memory single-copy read from local rank pid " + std::to_string(pid) +
+                    " failed: " + std::strerror(err));
 }
 
 CallSignature ShmRegion::signature_of(int rank, uint64_t round) const {

@@ -1,12 +1,13 @@
 #include "transports/shm/kernel_copy_speed.h"
 
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <vector>
+
+#include "transports/shm/process_memory.h"
 
 namespace seam::shm {
 namespace {
@@ -24,10 +25,8 @@ double measure() {
     // Keeps the copy from being optimised away.
     asm volatile("" : : "r"(destination.data()) : "memory");
     user = std::min(user, std::chrono::duration<double>(clock::now() - start).count());
-    iovec local{destination.data(), kProbeBytes}, remote{source.data(), kProbeBytes};
     start = clock::now();
-    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(kProbeBytes))
-      return 0.0;
+    if (read_process_memory(getpid(), source.data(), destination.data(), kProbeBytes) != 0) return 0.0;
     kernel = std::min(kernel, std::chrono::duration<double>(clock::now() - start).count());
   }
   return user / kernel;

@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include "layouts/errors.h"
 #include "layouts/log.h"
 #include "transports/shm/pool_allocator.h"
+#include "transports/shm/process_memory.h"
 
 namespace seam::shm {
 namespace {
@@ -286,21 +286,12 @@ class ShmTransportImpl final : public ShmTransport {
 
   /// Copies a cma message out of the sender's memory, then acknowledges it. Empty on success.
   std::string cma_read(Peer& p, void* dst, uint64_t addr, uint64_t size) {
-    uint64_t done = 0;
-    while (done < size) {
-      iovec local{static_cast<char*>(dst) + done, size - done};
-      iovec remote{reinterpret_cast<void*>(addr + done), size - done};
-      ssize_t r = process_vm_readv(p.pid, &local, 1, &remote, 1, 0);
-      if (r <= 0) {
-        if (r < 0 && errno == EINTR) continue;
-        if (errno == ESRCH) return "seam shm: local peer rank " + std::to_string(p.world_rank) + " (pid " +
-                                   std::to_string(p.pid) + ") died";
-        return "seam shm: reading a message of rank " + std::to_string(p.world_rank) + " (process_vm_readv) failed: " +
-               strerror(errno);
-      }
-      done += static_cast<uint64_t>(r);
-    }
-    return {};
+    const int err = read_process_memory(p.pid, reinterpret_cast<const void*>(addr), dst, size);
+    if (err == 0) return {};
+    if (err == ESRCH)
+      return "seam shm: local peer rank " + std::to_string(p.world_rank) + " (pid " + std::to_string(p.pid) + ") died";
+    return "seam shm: reading a message of rank " + std::to_string(p.world_rank) + " (process_vm_readv) failed: " +
+           strerror(err);
   }
 
   void ring_write(char* ring, uint64_t pos, const void* src, size_t n) const {
@@ -700,9 +691,8 @@ std::unique_ptr<ShmTransport> ShmTransport::create(transport::AddressExchange& e
     pids.push_back(std::atoi(f.c_str()));
     // Can we read this peer's memory (same user, ptrace policy permitting)?
     uint64_t value = 0;
-    iovec here{&value, sizeof(value)};
-    iovec there{reinterpret_cast<void*>(std::strtoull(f.c_str() + f.find('|') + 1, nullptr, 10)), sizeof(value)};
-    if (cma_ok && (process_vm_readv(pids.back(), &here, 1, &there, 1, 0) != sizeof(value) || value != cma_probe))
+    const auto* there = reinterpret_cast<const void*>(std::strtoull(f.c_str() + f.find('|') + 1, nullptr, 10));
+    if (cma_ok && (read_process_memory(pids.back(), there, &value, sizeof value) != 0 || value != cma_probe))
       cma_ok = false;
   }
   const std::string& lead = first[static_cast<size_t>(leader)];

@@ -1,0 +1,15 @@
+// Reading another local process's memory (process_vm_readv, "CMA"): the shm transport's
+// single-copy messages and the shared-memory collectives' single-copy schedules both do it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+
+namespace seam::shm {
+
+/// Copies `bytes` at `remote` in process `pid` to `local`, retrying partial reads and EINTR.
+/// Returns 0, or the errno of the failure (ESRCH: the process is gone; EPERM: not allowed).
+int read_process_memory(pid_t pid, const void* remote, void* local, size_t bytes);
+
+}  // namespace seam::shm
