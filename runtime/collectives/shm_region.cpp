@@ -64,9 +64,13 @@ ShmRegion::Key key_of(const Group& g) {
   return key;
 }
 
-// The arrival counts, then per rank: flags, two input slots and two result slots.
+// The arrival counts and the tuner's decisions, then per rank: flags, two input slots and two
+// result slots.
+constexpr size_t kHeaderBlocks = 2;
+static_assert(ScheduleTuner::kTableBytes <= kFlagsBytes);
+
 size_t region_bytes(int ranks, size_t slot_bytes) {
-  return (1 + ranks) * kFlagsBytes + 4 * static_cast<size_t>(ranks) * slot_bytes;
+  return (kHeaderBlocks + ranks) * kFlagsBytes + 4 * static_cast<size_t>(ranks) * slot_bytes;
 }
 
 /// Verdict bits rank 0 sends at the end of the set-up.
@@ -104,7 +108,7 @@ comm::Task set_up(Group& g, ShmRegion& region) {
     auto segment = shm::SharedSegment::create(shm::unique_segment_name("coll"),
                                               region_bytes(n, announced.slot_bytes));
     std::strncpy(announced.name, segment->name().c_str(), kNameBytes - 1);
-    region.attach(std::move(segment), announced.slot_bytes);
+    region.attach(std::move(segment), announced.slot_bytes, true);
     region.introduce(0);
     std::vector<transport::RequestPtr> sends;
     std::vector<ExpectedReceive> acks;
@@ -135,7 +139,7 @@ comm::Task set_up(Group& g, ShmRegion& region) {
     co_await received("shared-memory set-up",
                       post_receive(g, 0, kSetupStep, &announced, sizeof announced));
     region.attach(shm::SharedSegment::open(announced.name, region_bytes(n, announced.slot_bytes)),
-                  announced.slot_bytes);
+                  announced.slot_bytes, false);
     region.introduce(g.rank());
     Acknowledgement ack{own_affinity(), static_cast<char>(region.probe_single_copy(0) ? 1 : 0)};
     std::vector<transport::RequestPtr> send{g.isend(0, kSetupStep, &ack, sizeof ack)};
@@ -154,9 +158,14 @@ comm::Task set_up(Group& g, ShmRegion& region) {
 
 }  // namespace
 
-void ShmRegion::attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_bytes) {
+void ShmRegion::attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_bytes,
+                       bool decides) {
   segment_ = std::move(segment);
   slot_bytes_ = slot_bytes;
+  static_assert(sizeof(std::atomic<uint8_t>) == 1 && std::atomic<uint8_t>::is_always_lock_free);
+  tuner_.attach(reinterpret_cast<std::atomic<uint8_t>*>(static_cast<char*>(segment_->data()) +
+                                                       kFlagsBytes),
+                decides);
 }
 
 ShmRegion::Arrivals* ShmRegion::arrivals() const {
@@ -165,11 +174,12 @@ ShmRegion::Arrivals* ShmRegion::arrivals() const {
 
 ShmRegion::Flags* ShmRegion::flags(int rank) const {
   static_assert(sizeof(Flags) <= kFlagsBytes);
-  return reinterpret_cast<Flags*>(static_cast<char*>(segment_->data()) + (1 + rank) * kFlagsBytes);
+  return reinterpret_cast<Flags*>(static_cast<char*>(segment_->data()) +
+                                 (kHeaderBlocks + rank) * kFlagsBytes);
 }
 
 char* ShmRegion::slot(int rank, uint64_t round) const {
-  char* slots = static_cast<char*>(segment_->data()) + (1 + ranks_) * kFlagsBytes;
+  char* slots = static_cast<char*>(segment_->data()) + (kHeaderBlocks + ranks_) * kFlagsBytes;
   return slots + (static_cast<size_t>(rank) * 4 + round % 2) * slot_bytes_;
 }
 

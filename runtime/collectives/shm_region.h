@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/collectives/group.h"
+#include "runtime/collectives/shm_tuner.h"
 #include "runtime/comm/task.h"
 #include "transports/shm/shm_segment.h"
 
@@ -38,8 +39,11 @@ class ShmRegion {
   const Key& key() const { return key_; }
   /// Set once an operation failed on it: the next call sets up a fresh region.
   bool dropped = false;
-  /// Gives the region its mapped segment (end of the set-up handshake).
-  void attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_bytes);
+  /// Gives the region its mapped segment (end of the set-up handshake); `decides`: this rank's
+  /// tuner measures and decides (rank 0).
+  void attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_bytes, bool decides);
+  /// The choice between the slots and single-copy, per call size (see shm_tuner.h).
+  ScheduleTuner& tuner() { return tuner_; }
   /// Removes the segment's name once every rank mapped it.
   void unlink() { segment_->unlink(); }
   bool ready() const { return segment_ != nullptr; }
@@ -141,6 +145,7 @@ class ShmRegion {
   bool single_copy_ = false;
   bool single_copy_preferred_ = false;
   bool oversubscribed_ = false;
+  ScheduleTuner tuner_;
 };
 
 /// Bytes of one slot: SEAM_CHUNK_BYTES, or half the L2 (256 KiB to 1 MiB). Rank 0's value holds

@@ -4,8 +4,8 @@
 // pass (one rounding for half types, the same bits on every rank), a gather copies them into
 // place. Rounds are sized to the slot (SEAM_CHUNK_BYTES), so a round's data stays in cache
 // between the copy-in and the reads. Large calls skip the slots where the ranks may read each
-// other's memory and the kernel copies fast (single-copy, see use_single_copy): each rank reads the
-// peers' user buffers directly.
+// other's memory and that measured faster (single-copy, see choose_schedule and shm_tuner.h):
+// each rank reads the peers' user buffers directly.
 #include <algorithm>
 #include <cstring>
 
@@ -19,6 +19,7 @@
 #include "runtime/collectives/scratch.h"
 #include "runtime/collectives/selection.h"
 #include "runtime/collectives/shm_common.h"
+#include "runtime/collectives/shm_tuner.h"
 #include "runtime/collectives/shm_zero_copy.h"
 #include "transports/shm/shared_host_memory.h"
 
@@ -39,20 +40,24 @@ uint64_t zero_copy_handle(const void* data, size_t bytes, size_t call_bytes) {
   return call_bytes >= kZeroCopyBytes ? shm::shared_handle_of(data, bytes) : 0;
 }
 
-/// Where the region prefers single-copy reads (a fast kernel copy), calls from this size take
-/// them: gathers at any rank count, reductions at two ranks. (16-core Xeon: gathers 1.15-1.3x
-/// faster from 1 MiB at 2 ranks and from 4 MiB at 8; the 2-rank all-reduce 1.2-1.4x; at 8
-/// ranks the reductions were even or faster through the slots, reduce-scatterv by 1.2-1.3x.)
+/// Before the tuner has measured a size class, where the region prefers single-copy reads (a
+/// fast kernel copy), calls from this size take them: gathers at any rank count, reductions at
+/// two ranks. (16-core Xeon: gathers 1.15-1.3x faster from 1 MiB at 2 ranks and from 4 MiB at 8;
+/// the 2-rank all-reduce 1.2-1.4x; at 8 ranks the reductions were even or faster through the
+/// slots, reduce-scatterv by 1.2-1.3x.)
 constexpr size_t kSingleCopyBytes = size_t{1} << 20;
 
+using Kind = ScheduleTuner::Kind;
+
 /// Whether a call of `bytes` reads the peers' buffers directly: SEAM_SHM_SINGLE_COPY_BYTES when
-/// set (0 = never), else as above where the region prefers it.
-bool use_single_copy(const ShmRegion& region, size_t bytes, bool reduction) {
+/// set (0 = never, N = from N bytes), else whichever the region's tuner measured faster.
+ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes) {
   const int64_t setting = Config::get().shm_single_copy_bytes;
-  if (!region.single_copy() || setting == 0) return false;
-  if (setting > 0) return bytes >= static_cast<size_t>(setting);
-  return region.single_copy_preferred() && bytes >= kSingleCopyBytes &&
-         (!reduction || region.ranks() == 2);
+  if (!region.single_copy() || setting == 0) return {};
+  if (setting > 0) return {bytes >= static_cast<size_t>(setting)};
+  const bool fallback = region.single_copy_preferred() && bytes >= kSingleCopyBytes &&
+                        (kind == Kind::all_gather || region.ranks() == 2);
+  return region.tuner().choose(kind, bytes, fallback);
 }
 
 /// Block j is cut into `rounds` pieces of `piece[j]` elements (the last ones shorter or empty).
@@ -150,12 +155,14 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     region.finish();
     co_return;
   }
-  if (use_single_copy(*region, count * es, true)) {
+  const ScheduleTuner::Choice choice = choose_schedule(*region, Kind::all_reduce, count * es);
+  if (choice.single_copy) {
     log().debug("all_reduce: shm schedule single-copy shares ({} B)", count * es);
     comm::Task reduce = single_copy_all_reduce(
         g, region, send, recv, count, dtype, op,
         signature_of(Collective::all_reduce, dtype, op, count, ShmVariant::single_copy));
     co_await comm::run(reduce);
+    region->tuner().done(choice);
     region.finish();
     co_return;
   }
@@ -197,6 +204,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
       kernels::copy(recv + (begin + at[p]) * es, region->result(p, round), shares[p] * es, store);
   }
   co_await exchange.settle();
+  region->tuner().done(choice);
   region.finish();
 }
 
@@ -242,12 +250,15 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
     region.finish();
     co_return;
   }
-  if (use_single_copy(*region, total * es, true)) {
+  const ScheduleTuner::Choice choice =
+      choose_schedule(*region, Kind::reduce_scatter, total * es);
+  if (choice.single_copy) {
     log().debug("{}: shm schedule single-copy ({} B)", collective, total * es);
     comm::Task reduce = single_copy_reduce_scatter(
         g, region, collective, send, out, counts, dtype, op,
         signature_of(Collective::reduce_scatterv, dtype, op, total, ShmVariant::single_copy));
     co_await comm::run(reduce);
+    region->tuner().done(choice);
     region.finish();
     co_return;
   }
@@ -276,6 +287,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
     kernels::reduce(out + begin * es, sources, pieces.length(counts[me], me, k), dtype, op, store);
   }
   co_await exchange.settle();
+  region->tuner().done(choice);
   region.finish();
 }
 
@@ -322,7 +334,8 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
     region.finish();
     co_return;
   }
-  const bool single_copy = use_single_copy(*region, off.back() * es, false);
+  const ScheduleTuner::Choice choice = choose_schedule(*region, Kind::all_gather, off.back() * es);
+  const bool single_copy = choice.single_copy;
   // The schedule is part of the signature: ranks that disagree on it fail with a mismatch.
   const CallSignature signature =
       signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, off.back(),
@@ -332,6 +345,7 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
     comm::Task gather =
         single_copy_all_gather(g, region, collective, send, recv, counts, dtype, signature);
     co_await comm::run(gather);
+    region->tuner().done(choice);
     region.finish();
     co_return;
   }
@@ -354,6 +368,7 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
                     pieces.length(counts[p], p, k) * es, store);
   }
   co_await exchange.settle();
+  region->tuner().done(choice);
   region.finish();
 }
 

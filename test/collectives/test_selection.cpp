@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "runtime/collectives/selection.h"
+#include "runtime/collectives/shm_tuner.h"
 
 namespace seam::test {
 
@@ -28,6 +29,50 @@ TEST_CASE("message transports take direct for small buffers and the ring for lar
 TEST_CASE("scatterv and barrier have one schedule") {
   CHECK(choose_algorithm(Collective::scatterv, 4, size_t{1} << 24, "ucx") == Algorithm::direct);
   CHECK(choose_algorithm(Collective::barrier, 4, 0, "shm") == Algorithm::direct);
+}
+
+}  // namespace seam::test
+
+namespace seam::test {
+
+using collectives::ScheduleTuner;
+
+TEST_CASE("the schedule tuner explores both schedules in turn, then every rank reads rank 0's verdict") {
+  std::atomic<uint8_t> table[ScheduleTuner::kTableBytes] = {};
+  ScheduleTuner rank0, rank1;
+  rank0.attach(table, true);
+  rank1.attach(table, false);
+  const size_t bytes = size_t{1} << 20;
+  // Small calls are never tuned: they keep the fallback and count nothing.
+  CHECK(rank1.choose(ScheduleTuner::Kind::all_gather, 1024, true).single_copy);
+  CHECK_FALSE(rank1.choose(ScheduleTuner::Kind::all_gather, 1024, false).single_copy);
+  for (int call = 0; call < 8; ++call) {
+    auto a = rank0.choose(ScheduleTuner::Kind::all_gather, bytes, false);
+    auto b = rank1.choose(ScheduleTuner::Kind::all_gather, bytes, false);
+    CHECK(a.single_copy == (call % 2 == 1));
+    CHECK(b.single_copy == a.single_copy);
+    CHECK(a.timed);
+    CHECK_FALSE(b.timed);
+    rank0.done(a);
+    rank1.done(b);
+  }
+  // Rank 0 decided at the end of the last explored call; the next call still takes the
+  // fallback (a peer may have chosen before the verdict was written), the ones after the verdict.
+  const uint8_t verdict = table[2 * ScheduleTuner::kClasses + 4].load();
+  REQUIRE(verdict != 0);
+  CHECK_FALSE(rank1.choose(ScheduleTuner::Kind::all_gather, bytes, false).single_copy);
+  CHECK(rank1.choose(ScheduleTuner::Kind::all_gather, bytes, false).single_copy == (verdict == 2));
+  // Other kinds and size classes have their own counts: they start exploring with the slots.
+  CHECK_FALSE(rank1.choose(ScheduleTuner::Kind::all_reduce, bytes, true).single_copy);
+  CHECK_FALSE(rank1.choose(ScheduleTuner::Kind::all_gather, 2 * bytes, true).single_copy);
+  CHECK(rank1.choose(ScheduleTuner::Kind::all_gather, 2 * bytes, false).single_copy);
+}
+
+TEST_CASE("the schedule tuner keeps the fallback unless the other schedule is more than 10% faster") {
+  CHECK(ScheduleTuner::prefer_single_copy(1.0, 1.05, true));
+  CHECK_FALSE(ScheduleTuner::prefer_single_copy(1.0, 1.15, true));
+  CHECK_FALSE(ScheduleTuner::prefer_single_copy(1.0, 0.95, false));
+  CHECK(ScheduleTuner::prefer_single_copy(1.0, 0.85, false));
 }
 
 }  // namespace seam::test
