@@ -14,7 +14,7 @@ struct Config {
   std::string log_level = "warn";  ///< SEAM_LOG_LEVEL: trace|debug|info|warn|error|off [warn]
   std::string transport;           ///< SEAM_TRANSPORT: "", "shm" or "ucx" ("" = automatic)
   int64_t timeout_ms = 60000;      ///< SEAM_TIMEOUT_MS: deadline of every collective and wait [60000]
-  int64_t spin_us = 50;            ///< SEAM_SPIN_US: busy-poll before blocking on an event [50]
+  int64_t spin_us = 50;            ///< SEAM_SPIN_US: initial busy-poll before blocking on an event (adapts, see comm/spin_budget.h) [50]
   std::string algorithm;           ///< SEAM_ALGO: force one algorithm by name for every collective
   size_t small_msg_bytes = 0;      ///< SEAM_SMALL_MSG_BYTES: latency/bandwidth threshold (0 = built-in)
   size_t chunk_bytes = 0;          ///< SEAM_CHUNK_BYTES: pipeline chunk (0 = built-in)

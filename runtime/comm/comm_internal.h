@@ -24,6 +24,7 @@
 #include "runtime/collectives/group.h"
 #include "runtime/collectives/selection.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/comm/spin_budget.h"
 #include "runtime/comm/task.h"
 #include "runtime/comm/work.h"
 #include "transports/shm/shm_transport.h"
@@ -111,6 +112,7 @@ class Engine {
   std::string abort_reason_;
   int abort_peer_ = -1;
   Clock::time_point last_liveness_check_{};
+  SpinBudget spin_;
 };
 
 /// The Group a running operation sees: group ranks -> world ranks, tags scoped to the operation.

@@ -1,7 +1,8 @@
 // The driver: runs every outstanding operation's Task in the caller's thread, in issue order,
-// with transport progress between steps; spins briefly, then sleeps on the transport's event in
-// slices of at most 1 ms; enforces each operation's deadline.
+// with transport progress between steps; spins (see spin_budget.h), then sleeps on the
+// transport's event in slices of at most 1 ms; enforces each operation's deadline.
 #include <algorithm>
+#include <optional>
 
 #include "layouts/errors.h"
 #include "layouts/log.h"
@@ -26,7 +27,9 @@ std::string describe(const WorkState& w) {
 }  // namespace
 
 Engine::Engine(std::shared_ptr<transport::Transport> transport, const Config& config)
-    : transport_(std::move(transport)), config_(config) {}
+    : transport_(std::move(transport)),
+      config_(config),
+      spin_(std::chrono::microseconds(config.spin_us)) {}
 
 void Engine::check_usable() const {
   if (aborted())
@@ -167,8 +170,9 @@ void Engine::poll() {
 
 void Engine::drive(WorkState& w) {
   if (w.status != WorkState::Status::pending) return;
-  const auto spin = std::chrono::microseconds(config_.spin_us);
+  const auto spin = spin_.current();
   auto spin_end = Clock::now() + spin;
+  std::optional<Clock::time_point> slept_since;
   while (w.status == WorkState::Status::pending) {
     const uint64_t resumed_before = comm::Task::resumptions_on_this_thread();
     bool moved = transport_->progress();
@@ -184,9 +188,11 @@ void Engine::drive(WorkState& w) {
       cpu_relax();
       continue;
     }
+    if (!slept_since) slept_since = now;
     auto left = std::chrono::duration_cast<std::chrono::microseconds>(w.deadline - now);
     transport_->wait_for_activity(std::clamp(left, std::chrono::microseconds(1), std::chrono::microseconds(1000)));
   }
+  if (slept_since) spin_.after_sleep(Clock::now() - *slept_since);
 }
 
 transport::RequestPtr OpGroup::isend(int peer, uint32_t step, const void* data, size_t bytes) {

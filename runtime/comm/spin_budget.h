@@ -1,0 +1,36 @@
+// How long a waiting rank busy-polls before it sleeps on its transport. Sleeping is cheap for
+// the machine but costs the wake-up: on the GPU host's VM a halted vCPU took 100-250 us to
+// resume, so a rank that slept while its peers were only a few microseconds late came back
+// late itself, its peers outwaited their spin and slept in turn, and 1 KiB collectives settled
+// at 150-250 us instead of 5 (8 ranks, every rank one core). So the budget starts at
+// SEAM_SPIN_US and doubles after each sleep that ended sooner than kMaxSpin (spinning would
+// have been cheaper), up to kMaxSpin; a longer sleep (the peers were really busy) halves it
+// back toward the setting. SEAM_SPIN_US=0 never spins.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+
+namespace seam::comm {
+
+class SpinBudget {
+ public:
+  static constexpr std::chrono::microseconds kMaxSpin{1000};
+
+  explicit SpinBudget(std::chrono::microseconds setting)
+      : setting_(setting), current_(setting) {}
+  /// How long to busy-poll now.
+  std::chrono::microseconds current() const { return current_; }
+  /// After a wait that slept: `slept` from the first sleep to the wait's end.
+  void after_sleep(std::chrono::nanoseconds slept) {
+    if (setting_.count() == 0) return;
+    const auto ceiling = std::max(setting_, kMaxSpin);
+    current_ = slept < kMaxSpin ? std::min(current_ * 2, ceiling)
+                                : std::max(setting_, current_ / 2);
+  }
+
+ private:
+  std::chrono::microseconds setting_, current_;
+};
+
+}  // namespace seam::comm

@@ -1,0 +1,41 @@
+// The driver's spin budget (spin_budget.h): grows after sleeps that ended soon, shrinks back
+// after long ones, never below the setting, never spins when the setting is zero.
+#include <doctest/doctest.h>
+
+#include "runtime/comm/spin_budget.h"
+
+namespace seam::test {
+
+using namespace std::chrono_literals;
+using comm::SpinBudget;
+
+TEST_CASE("a sleep that ended sooner than the longest spin doubles the spin, up to 1 ms") {
+  SpinBudget spin(50us);
+  CHECK(spin.current() == 50us);
+  spin.after_sleep(200us);
+  CHECK(spin.current() == 100us);
+  for (int i = 0; i < 10; ++i) spin.after_sleep(200us);
+  CHECK(spin.current() == SpinBudget::kMaxSpin);
+}
+
+TEST_CASE("a long sleep halves the spin back toward the setting") {
+  SpinBudget spin(50us);
+  for (int i = 0; i < 10; ++i) spin.after_sleep(10us);
+  spin.after_sleep(5ms);
+  CHECK(spin.current() == 500us);
+  for (int i = 0; i < 10; ++i) spin.after_sleep(5ms);
+  CHECK(spin.current() == 50us);
+}
+
+TEST_CASE("a setting of zero never spins; one above the ceiling stays") {
+  SpinBudget none(0us);
+  none.after_sleep(10us);
+  CHECK(none.current() == 0us);
+  SpinBudget long_spin(5000us);
+  long_spin.after_sleep(10us);
+  CHECK(long_spin.current() == 5000us);
+  long_spin.after_sleep(50ms);
+  CHECK(long_spin.current() == 5000us);
+}
+
+}  // namespace seam::test
