@@ -5,7 +5,8 @@
 // at 150-250 us instead of 5 (8 ranks, every rank one core). So the budget starts at
 // SEAM_SPIN_US and doubles after each sleep that ended sooner than kMaxSpin (spinning would
 // have been cheaper), up to kMaxSpin; a longer sleep (the peers were really busy) halves it
-// back toward the setting. SEAM_SPIN_US=0 never spins.
+// back toward the setting. SEAM_SPIN_US=0 never spins. The part beyond the setting yields the
+// core at every turn (Engine::drive), so ranks that share cores do not hold them.
 #pragma once
 
 #include <algorithm>
@@ -21,6 +22,8 @@ class SpinBudget {
       : setting_(setting), current_(setting) {}
   /// How long to busy-poll now.
   std::chrono::microseconds current() const { return current_; }
+  /// SEAM_SPIN_US: the part of the spin that polls without yielding the core.
+  std::chrono::microseconds setting() const { return setting_; }
   /// After a wait that slept: `slept` from the first sleep to the wait's end.
   void after_sleep(std::chrono::nanoseconds slept) {
     if (setting_.count() == 0) return;
