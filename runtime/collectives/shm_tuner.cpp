@@ -34,8 +34,12 @@ ScheduleTuner::Choice ScheduleTuner::choose(Kind kind, size_t bytes, bool fallba
   choice.entry = static_cast<int>(kind) * kClasses + size_class;
   const uint64_t call = entries_[choice.entry].calls++ % kPeriod;
   if (call < 2 * kSamples) {
-    choice.single_copy = call % 2 == 1;
-    choice.timed = decides_;
+    // A block of calls per schedule, the first of each untimed: a call leaves the caches in
+    // the state its schedule's next call finds (alternating, the single-copy calls found the
+    // slots' state and lost to them on the Xeon at 2 ranks, 1 MiB all-gather, where in a row
+    // they were faster).
+    choice.single_copy = call >= kSamples;
+    choice.timed = decides_ && call % kSamples != 0;
     if (choice.timed) choice.start_ns = steady_ns();
   } else if (call > 2 * kSamples) {
     const uint8_t decided = table_[choice.entry].load(std::memory_order_acquire);

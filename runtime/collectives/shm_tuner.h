@@ -5,8 +5,8 @@
 // MiB all-gathers through the slots were 0.65x Open MPI with the vCPUs close together and 4-5x
 // with them far apart, where a single copy from memory stays at about 1x).
 //
-// So calls of a size class (collective, power of two of bytes) first run both schedules in
-// turn, a fixed number of times; rank 0 times them and writes the winner into the region, and
+// So calls of a size class (collective, power of two of bytes) first run each schedule a fixed
+// number of times in a row; rank 0 times them and writes the winner into the region, and
 // from then on every rank reads it there. Every rank counts its calls per class alike (calls
 // come in the same order with the same sizes on every rank), so all run the same schedule
 // without a message: a rank reads the winner only from the second call after the exploration,
@@ -56,8 +56,9 @@ class ScheduleTuner {
   static bool prefer_single_copy(double slots, double single_copy, bool fallback);
 
  private:
-  /// Explored calls per schedule (alternating, slots first); the fastest of each counts.
-  static constexpr uint64_t kSamples = 4;
+  /// Explored calls per schedule (a block of slots, then one of single-copy); the fastest of
+  /// each block but its first call counts.
+  static constexpr uint64_t kSamples = 5;
   static constexpr double kUnmeasured = 1e300;
   static constexpr uint64_t kPeriod = 4096;
   struct Entry {
