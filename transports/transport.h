@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,6 +83,10 @@ class Transport {
   /// Whether peer is reachable (and, for local peers, its process alive). A dead peer fails
   /// every pending request that involves it.
   virtual bool peer_alive(int peer) = 0;
+  /// The tag of a message from world rank `peer` that arrived before any receive matched it and
+  /// whose tag equals `tag` on the bits of `mask`, if there is one: how a caller that waits
+  /// finds out that the peer sent under another tag (it called something else).
+  virtual std::optional<uint64_t> unmatched_tag(int peer, uint64_t tag, uint64_t mask) = 0;
 };
 
 }  // namespace seam::transport

@@ -41,8 +41,9 @@ using Clock = std::chrono::steady_clock;
 ///   kind p2p:        payload = the user's tag
 ///   kind internal:   payload = communicator-creation exchange id
 /// The call signature (collective, dtype, op) keeps ranks that disagree on them from exchanging
-/// messages: their call times out naming the peer (SEAM_TIMEOUT_MS) instead of combining bytes
-/// of different types. (The shared-memory schedules compare full signatures and fail at once.)
+/// messages: instead of combining bytes of different types, a waiting rank finds the peer's
+/// unmatched message of the same call and fails with a MismatchError naming both calls
+/// (Engine::called_otherwise). (The shared-memory schedules compare full signatures.)
 namespace tags {
 constexpr int kCtxBits = 14, kSeqBits = 12, kSignatureBits = 9, kStepBits = 11;
 constexpr uint32_t kMaxCtx = (1u << kCtxBits) - 1;
@@ -64,6 +65,15 @@ constexpr uint32_t kControlStep = 1u << (kStepBits - 1);
 /// A collective tag without its call signature.
 constexpr uint64_t unsigned_tag(uint64_t tag) {
   return tag & ~(static_cast<uint64_t>((1u << kSignatureBits) - 1) << kStepBits);
+}
+/// The bits that say which call of which communicator a collective message belongs to, and
+/// whether it is a control message; not its signature nor its step.
+constexpr uint64_t kCallMask = (static_cast<uint64_t>(kMaxCtx) << 34) | (uint64_t{3} << 32) |
+                               (static_cast<uint64_t>(kSeqMask) << (kSignatureBits + kStepBits)) |
+                               kControlStep;
+/// The call signature a collective tag carries.
+constexpr uint32_t signature_of(uint64_t tag) {
+  return static_cast<uint32_t>(tag >> kStepBits) & ((1u << kSignatureBits) - 1);
 }
 /// The communicator-creating split's signature (a collective of its own, past the others).
 constexpr uint32_t kSplitSignature = signature(0xF, DType::u8, ReduceOp::sum);
@@ -104,6 +114,9 @@ class Engine {
   void step_all();
   void fail(WorkState& w, std::exception_ptr e);
   void abort(const std::string& reason, int peer);
+  /// Fails `w` with a MismatchError (and aborts) when `peer`, which it waits for, sent a message
+  /// of the same call under another signature.
+  bool called_otherwise(WorkState& w, int peer);
 
   std::shared_ptr<transport::Transport> transport_;
   Config config_;
@@ -130,6 +143,8 @@ class OpGroup final : public collectives::Group {
   transport::RequestPtr irecv(int peer, uint32_t step, void* data, size_t bytes) override;
   std::string_view transport_name() const override { return *name_; }
   uint64_t communicator_id() const override { return ctx_; }
+  /// The tag of the operation's messages before the step (for collectives: with the signature).
+  uint64_t tag_base() const { return tag_base_; }
   /// The transport tag of a step: control steps go without the call signature.
   uint64_t tag_of(uint32_t step) const {
     return (step >= tags::kControlStep ? tags::unsigned_tag(tag_base_) : tag_base_) | step;

@@ -40,6 +40,9 @@ class OwningTransport final : public transport::Transport {
   bool progress() override { return t_->progress(); }
   void wait_for_activity(std::chrono::microseconds max) override { t_->wait_for_activity(max); }
   bool peer_alive(int p) override { return t_->peer_alive(p); }
+  std::optional<uint64_t> unmatched_tag(int p, uint64_t tag, uint64_t mask) override {
+    return t_->unmatched_tag(p, tag, mask);
+  }
 
  private:
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;

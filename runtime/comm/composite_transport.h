@@ -32,6 +32,9 @@ class CompositeTransport final : public transport::Transport {
   bool progress() override;
   void wait_for_activity(std::chrono::microseconds max) override;
   bool peer_alive(int peer) override { return route(peer).peer_alive(peer); }
+  std::optional<uint64_t> unmatched_tag(int peer, uint64_t tag, uint64_t mask) override {
+    return route(peer).unmatched_tag(peer, tag, mask);
+  }
   shm::ShmTransport& shm() { return *shm_; }
 
  private:

@@ -26,6 +26,15 @@ std::string describe(const WorkState& w) {
          " of " + std::to_string(w.comm_size) + ", operation #" + std::to_string(w.seq) + ")";
 }
 
+/// "all_reduce float sum" from a call signature's bits (tags::signature).
+std::string describe_signature(uint32_t signature) {
+  const uint32_t collective = signature >> 5 & 0xF;
+  if (signature == tags::kSplitSignature) return "a communicator split";
+  return std::string(collectives::collective_name(static_cast<collectives::Collective>(collective))) +
+         " " + std::string(dtype_name(static_cast<DType>(signature >> 2 & 0x7))) + " " +
+         std::string(reduce_op_name(static_cast<ReduceOp>(signature & 0x3)));
+}
+
 }  // namespace
 
 Engine::Engine(std::shared_ptr<transport::Transport> transport, const Config& config)
@@ -146,6 +155,7 @@ void Engine::step_all() {
                     "lost rank " + std::to_string(m) + " (it died, aborted, or its connection broke)", m)));
         return;  // aborted: outstanding_ is empty now
       }
+      if (m >= 0 && m != transport_->rank() && called_otherwise(w, m)) return;
     }
     if (now < w.deadline) continue;
     int peer = w.blocking_peer();
@@ -162,6 +172,26 @@ void Engine::step_all() {
     outstanding_.erase(std::remove_if(outstanding_.begin(), outstanding_.end(),
                                       [](const auto& o) { return o->status != WorkState::Status::pending; }),
                        outstanding_.end());
+}
+
+bool Engine::called_otherwise(WorkState& w, int peer) {
+  const uint64_t mine = w.group.tag_base();
+  if (!w.task.valid() || (mine >> 32 & 3) != tags::collective) return false;
+  // A message of this call (same communicator and sequence number) under another signature:
+  // the peer called another collective, dtype or op. Its messages never match this rank's
+  // receives, so the call could only time out.
+  const auto theirs = transport_->unmatched_tag(peer, mine, tags::kCallMask);
+  if (!theirs || tags::signature_of(*theirs) == tags::signature_of(mine)) return false;
+  const std::string msg = "seam: " + describe(w) + ": rank " + std::to_string(peer) + " called " +
+                          describe_signature(tags::signature_of(*theirs)) + ", this rank " +
+                          describe_signature(tags::signature_of(mine));
+  w.error = std::make_exception_ptr(MismatchError(msg));
+  w.error_text = msg;
+  w.status = WorkState::Status::failed;
+  // The call's messages are stranded in the transports on both sides: the communicator is
+  // unusable after this, as after a timeout, and the peer learns it at once.
+  abort(msg, peer);
+  return true;
 }
 
 void Engine::poll() {

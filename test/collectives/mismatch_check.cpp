@@ -2,8 +2,10 @@
 // the shared-memory schedules carry them in their call signature, different dtypes or ops) all
 // get a MismatchError, as do ranks of which only some pass buffers in SharedHostMemory; and the
 // communicator stays usable afterwards. On the message path (UCX) a dtype disagreement with
-// equal byte counts ends, last, in a timeout that names it (the calls' messages carry
-// different signatures), never in a combined result.
+// equal byte counts ends, last, in a MismatchError within milliseconds (the calls' messages
+// carry different signatures, and a waiting rank finds the peer's unmatched one), never in a
+// combined result.
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <exception>
@@ -38,25 +40,37 @@ bool mismatch_detected(seam::comm::Communicator& comm, size_t count0, size_t cou
 }
 
 /// Message path: rank 0 sums floats, the others int32s of the same size. True when this rank
-/// got a TimeoutError saying the peer may have called another dtype, or the abort notice of the
-/// peer that timed out first, which says the same (the call's deadline is SEAM_TIMEOUT_MS; the
-/// communicator is unusable afterwards).
+/// got, long before the call's deadline, a MismatchError naming what the peer called, or the
+/// abort notice of the peer that found out first, which says the same (the call's messages are
+/// stranded: the communicator is unusable afterwards).
 bool message_path_dtype_mismatch_refused(seam::comm::Communicator& comm) {
   std::vector<float> buffer(64, 1.0f);
+  const auto start = std::chrono::steady_clock::now();
+  std::string error;
   try {
     comm.all_reduce(buffer.data(), buffer.data(), buffer.size(),
                     comm.rank() == 0 ? DType::f32 : DType::i32, ReduceOp::sum)
         .wait();
     std::fprintf(stderr, "rank %d: float vs int32 over %s: no error\n", comm.rank(),
                  comm.transport_name().c_str());
-  } catch (const seam::CommError& e) {  // TimeoutError, or the peer's abort notice
-    if (std::string(e.what()).find("dtype") != std::string::npos) return true;
-    std::fprintf(stderr, "rank %d: timeout without naming the dtype: %s\n", comm.rank(), e.what());
+    return false;
+  } catch (const seam::MismatchError& e) {
+    error = e.what();
+  } catch (const seam::CommError& e) {  // the peer's abort notice
+    error = e.what();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "rank %d: float vs int32: %s instead of a CommError\n", comm.rank(),
+    std::fprintf(stderr, "rank %d: float vs int32: %s instead of a MismatchError\n", comm.rank(),
                  e.what());
+    return false;
   }
-  return false;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const bool named = error.find("called all_reduce float sum") != std::string::npos ||
+                     error.find("called all_reduce int32 sum") != std::string::npos;
+  if (!named || seconds > 10)
+    std::fprintf(stderr, "rank %d: float vs int32 after %.1f s: %s\n", comm.rank(), seconds,
+                 error.c_str());
+  return named && seconds <= 10;
 }
 
 /// Rank 0's buffer lies in SharedHostMemory (zero-copy schedule), the others' do not.

@@ -39,6 +39,9 @@ class LoopbackTransport final : public Transport {
   bool progress() override { return false; }  // delivery happens inside isend
   void wait_for_activity(std::chrono::microseconds max) override { world_.wait(max); }
   bool peer_alive(int) override { return true; }
+  std::optional<uint64_t> unmatched_tag(int peer, uint64_t tag, uint64_t mask) override {
+    return world_.unmatched_tag(peer, rank_, tag, mask);
+  }
 
  private:
   LoopbackWorld& world_;
@@ -66,6 +69,15 @@ void LoopbackWorld::deliver(int src, int dst, uint64_t tag, const void* data, si
   }
   ++generation_;
   activity_.notify_all();
+}
+
+std::optional<uint64_t> LoopbackWorld::unmatched_tag(int src, int dst, uint64_t tag, uint64_t mask) {
+  std::lock_guard lock(mutex_);
+  for (const auto& [channel, queued] : unexpected_)
+    if (std::get<0>(channel) == src && std::get<1>(channel) == dst && !queued.empty() &&
+        (std::get<2>(channel) & mask) == (tag & mask))
+      return std::get<2>(channel);
+  return std::nullopt;
 }
 
 RequestPtr LoopbackWorld::post_recv(int src, int dst, uint64_t tag, void* data, size_t bytes) {

@@ -37,6 +37,7 @@ class LoopbackWorld {
   /// Delivers `bytes` from src to dst under tag, or queues it until a matching receive.
   void deliver(int src, int dst, uint64_t tag, const void* data, size_t bytes);
   RequestPtr post_recv(int src, int dst, uint64_t tag, void* data, size_t bytes);
+  std::optional<uint64_t> unmatched_tag(int src, int dst, uint64_t tag, uint64_t mask);
   void wait(std::chrono::microseconds max);
 
   std::mutex mutex_;

@@ -572,6 +572,13 @@ class ShmTransportImpl final : public ShmTransport {
     if (p.area->sleeping.load(std::memory_order_seq_cst)) futex(&p.area->doorbell, FUTEX_WAKE, 1, nullptr);
   }
 
+  std::optional<uint64_t> unmatched_tag(int world_rank, uint64_t tag, uint64_t mask) override {
+    if (!is_local(world_rank)) return std::nullopt;
+    for (const Unexpected& u : peer(world_rank).in.unexpected)
+      if ((u.tag & mask) == (tag & mask)) return u.tag;
+    return std::nullopt;
+  }
+
   bool peer_alive(int world_rank) override {
     if (!is_local(world_rank)) return false;
     check_peers();

@@ -402,6 +402,14 @@ class UcxTransportImpl final : public UcxTransport {
     return !peer(r).dead;
   }
 
+  std::optional<uint64_t> unmatched_tag(int r, uint64_t tag, uint64_t mask) override {
+    ucp_tag_recv_info_t info{};
+    // Not removed: the message stays for the receive that may still come.
+    if (ucp_tag_probe_nb(worker_, wire_tag(r, tag), mask | ~kTagMask48, 0, &info) == nullptr)
+      return std::nullopt;
+    return info.sender_tag & kTagMask48;
+  }
+
   bool arm() override {
     check_peers();
     if (ucp_worker_progress(worker_)) return false;
