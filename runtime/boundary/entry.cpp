@@ -156,7 +156,8 @@ BoundEntry bind_entry(const EdgeDecl& edge, bool enters_stack, const CpMoves& cp
     EntryPaths paths;
     paths.step = select_entry_step(edge, plain, enters_stack, cp);
     if (edge.produced.always_leaves) paths.completed = select_entry_step(completed_edge, plain, enters_stack, cp);
-    if (enters_stack) paths.written = select_entry_step(edge, plain, false, cp);
+    // A written stream is complete: its step neither enters the stack nor completes a sum.
+    if (enters_stack) paths.written = select_entry_step(completed_edge, plain, false, cp);
     return paths;
   };
   BoundEntry b;

@@ -91,9 +91,12 @@ residual::StageInput StageRunner::prepare(const LayerOutput& h, ForwardBatch& ba
   const LayerOutput& input = enter_stack(h, stream, path, entered);
   const EntryPaths& paths = select_paths(path, stream);
   const residual::Contribution* c = stream.pending();
+  const bool written = stream.state() == ResidualStream::State::written;
   const EntryStep* step = &paths.step;
-  if (stream.state() == ResidualStream::State::written && paths.written) step = &*paths.written;
-  if (c && c->owed == Owed::none && path.entry.input_sum && paths.completed) step = &*paths.completed;
+  // A declared sum already completed (capture, PP export) or a written stream's complete residual
+  // owes nothing: the completed step runs no sum again.
+  if ((written || (c && c->owed == Owed::none)) && path.entry.input_sum && paths.completed) step = &*paths.completed;
+  if (written && paths.written) step = &*paths.written;
   return run_step(*step, path, stream, input, batch, options);
 }
 

@@ -60,7 +60,9 @@ inline std::vector<float> fake_fp8(const std::vector<float>& y) {
 }
 
 // The single-process reference for one token: residual r; each stage adds scale * norm(r).
-// residuals[s] is r as stage s reads it; the last entry is the final norm's output.
+// residuals[s] is r as stage s reads it, then the final residual, then the final norm's output.
+// (Every stage adds a multiple of norm(r), so the final norm's output alone cannot tell a residual
+// summed twice from the right one: compare the residuals too.)
 inline std::vector<std::vector<float>> reference(const std::string& pattern, int d, int64_t i, bool transform, bool fp8 = false) {
   std::vector<std::vector<float>> residuals;
   std::vector<float> r(kHidden);
@@ -71,6 +73,7 @@ inline std::vector<std::vector<float>> reference(const std::string& pattern, int
     const float doubled = transform && letter != 'M' ? 2.f : 1.f;
     for (int64_t c = 0; c < kHidden; ++c) r[c] += doubled * scale(letter) * in[c];
   }
+  residuals.push_back(r);
   residuals.push_back(rms_norm(r));
   return residuals;
 }

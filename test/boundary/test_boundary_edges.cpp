@@ -147,6 +147,19 @@ TEST_CASE("the next FFN completes a sum left for it once; a completed value is n
   CHECK_FALSE(entry.written->enters_stack);
 }
 
+TEST_CASE("a written stream's step completes no declared sum") {
+  // The input-scattered stack entry owes the embedding's TP sum; a written (complete) stream is
+  // only sliced.
+  const PlanContext ctx = context(2, 1, ReductionPolicy::RS_RSV, [](Topology& t) { t.attn_tp_input_scattered = true; });
+  const auto stages = make_stages(ctx, {{attn()}, {dense()}});
+  const BoundEntry& entry = stages[0].plan().path(BatchVariant::INPUT_SCATTERED).entry;
+  REQUIRE(entry.input_sum == SumGroup::TP);
+  CHECK(entry.plain->step.pre_move == PreMove::TP_REDUCE_SCATTER);
+  REQUIRE(entry.plain->written);
+  CHECK(entry.plain->written->pre_move == PreMove::TP_SLICE);
+  CHECK_FALSE(entry.plain->written->enters_stack);
+}
+
 TEST_CASE("an update that does not outlive its layer, or a non-plain one across pipeline ranks, is refused") {
   const PlanContext ctx = context(2);
   const UpdateFacts short_lived{"SHORT", true, false, false};

@@ -39,6 +39,8 @@ struct Case {
   std::vector<int64_t> cp_shards = {};  ///< prefill CP with uneven (GQA) shards: rows per CP rank
   bool postprocess = false;      ///< FFNs run without an exit scope (operation-scheduled TBO) and postprocess
   bool fp8 = false;              ///< attention reads its input quantised (FP8 per token)
+  bool fold = false;             ///< every attention's output is folded into the residual (a written stream)
+  bool written_entry = false;    ///< the stack starts from a written stream of the complete embedding
 };
 
 std::string name(const Case& k) {
@@ -46,7 +48,8 @@ std::string name(const Case& k) {
          " padding=" + (k.padding == PaddingMode::MAX_LEN ? "MAX_LEN" : "SUM_LEN") + (k.a2a ? " a2a" : "") +
          (k.input_scattered ? " input-scattered" : "") + (k.fused ? " fused" : "") + (k.capture ? " capture" : "") + (k.prefill_cp ? " prefill-cp" : "") + (k.transform ? " transform" : "") +
          (k.sequence_parallel ? " sequence-parallel" : "") + (k.cp_shards.empty() ? "" : " gqa-cp") +
-         (k.postprocess ? " postprocess" : "") + (k.fp8 ? " fp8" : "");
+         (k.postprocess ? " postprocess" : "") + (k.fp8 ? " fp8" : "") + (k.fold ? " fold" : "") +
+         (k.written_entry ? " written-entry" : "");
 }
 
 void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world);
@@ -132,8 +135,9 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
   } else if (k.prefill_cp) {
     first_token = cp * k.tokens[0];
   }
-  // An input-scattered batch starts from the vocab-parallel embedding's TP partial.
-  const float embed_weight = k.input_scattered ? weight(tp, groups.tp_rank()) : 1.f;
+  // An input-scattered batch starts from the vocab-parallel embedding's TP partial (unless the
+  // model wrote the complete embedding into the stream itself).
+  const float embed_weight = k.input_scattered && !k.written_entry ? weight(tp, groups.tp_rank()) : 1.f;
   Buffer embed_storage(static_cast<size_t>(held_rows * kHidden) * 4 + 4);
   const Tensor embed = embed_storage.as_tensor(DType::f32, held_rows, kHidden);
   for (int64_t i = 0; i < held_rows; ++i)
@@ -142,7 +146,7 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
 
   std::vector<Buffer> outputs(stages.size());
   residual::start(batch);
-  residual::LayerOutput h(embed);
+  residual::LayerOutput h = k.written_entry ? residual::written(embed, batch) : residual::LayerOutput(embed);
   for (size_t s = 0; s < stages.size(); ++s) {
     const char letter = k.pattern[s];
     StageRunner& runner = *runners[s];
@@ -210,6 +214,7 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
     if (k.sequence_parallel) out = rows::token_slice(groups, rows::GroupKind::ATTN_TP, out);
     if (letter == 'A') {
       h = runner.finish(out, batch);
+      if (k.fold) h = residual::fold(h, batch);
     } else if (k.postprocess && letter != 'M') {  // no exit scope: compute completes its own sum
       if (partial) rows::all_reduce(groups, group, out).wait();
       h = runner.postprocess(out, batch);
@@ -219,15 +224,28 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
       h = exit.finish(out);
     }
   }
-  const Tensor result = residual::norm(h, batch, final_norm);
+  std::vector<float> final_residual;
+  auto keep_residual = [&](const Tensor& value, bool) {
+    for (int64_t i = 0; i < value.rows; ++i)
+      final_residual.insert(final_residual.end(), static_cast<const float*>(value.row(i)),
+                            static_cast<const float*>(value.row(i)) + kHidden);
+  };
+  const Tensor result = residual::norm(h, batch, final_norm, {.capture = keep_residual});
   for (int64_t i = 0; i < held_tokens; ++i) {
-    const std::vector<float> expected = reference(k.pattern, dp, first_token + i, k.transform, k.fp8).back();
+    const std::vector<std::vector<float>> ref = reference(k.pattern, dp, first_token + i, k.transform, k.fp8);
+    const std::vector<float>& expected = ref.back();
+    const std::vector<float>& expected_residual = ref[ref.size() - 2];
     for (int64_t c = 0; c < kHidden; ++c) {
       const float got = static_cast<const float*>(result.row(i))[c];
+      const float got_residual = final_residual[static_cast<size_t>(i * kHidden + c)];
       // FP8: a last-place difference before quantising may round one element to the next FP8 value.
-      if (!close(got, expected[c], k.fp8 ? 2e-2f : 1e-4f))
+      const float tolerance = k.fp8 ? 2e-2f : 1e-4f;
+      if (!close(got, expected[c], tolerance))
         fail(name(k) + ": token " + std::to_string(i) +
              " col " + std::to_string(c) + " got " + std::to_string(got) + " expected " + std::to_string(expected[c]));
+      if (!close(got_residual, expected_residual[c], tolerance))
+        fail(name(k) + ": final residual of token " + std::to_string(i) + " col " + std::to_string(c) + " got " +
+             std::to_string(got_residual) + " expected " + std::to_string(expected_residual[c]));
     }
   }
 }
@@ -330,6 +348,26 @@ int main() {
                world);
       ++cases;
     }
+    // A written stream where the input declares a sum: the read takes the complete residual and
+    // sums nothing again (fold() after the attention; a stack entered from a written embedding).
+    for (int attn_dp = 1; attn_dp <= tp; attn_dp *= 2) {
+      std::vector<int64_t> tokens(attn_dp, 3);
+      for (bool a2a : {false, true}) {
+        run_case({.pattern = "AFAE", .attn_dp = attn_dp, .tokens = tokens, .padding = PaddingMode::SUM_LEN, .a2a = a2a,
+                  .fold = true},
+                 world);
+        ++cases;
+      }
+    }
+    run_case({.pattern = "AFAF", .tokens = {5}, .written_entry = true}, world);
+    ++cases;
+    if (tp > 1)
+      for (ReductionPolicy policy : policies) {
+        run_case({.pattern = "AFAF", .policy = policy, .tokens = {4 * tp + 1}, .input_scattered = true,
+                  .written_entry = true},
+                 world);
+        ++cases;
+      }
     // GQA prefill CP: uneven shards (one may be empty), padded for the gather; the exit takes this
     // rank's block back after compute's all-reduce.
     if (tp > 1) {
