@@ -74,6 +74,10 @@ LayerOutput StageRunner::finish_ffn(const FfnDecision& d, const Tensor& output, 
       value = cp_take_back(output, batch.facts, local_);
       break;
     case OutputMoveKind::CP_REDUCE_SCATTER: {  // completes the sum compute left (mlp_reduce_scatter)
+      if (!d.flags.mlp_reduce_scatter) {  // postprocess: compute already reduced the output
+        value = cp_take_back(output, batch.facts, local_);
+        break;
+      }
       const Tensor shard = local_.get(output.dtype, output.rows / groups_.size(rows::GroupKind::ATTN_CP), output.cols);
       rows::cp_reduce_scatter(groups_, output, shard);
       value = shard;

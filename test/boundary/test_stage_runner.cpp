@@ -368,6 +368,13 @@ int main() {
                  world);
         ++cases;
       }
+    // Operation-scheduled TBO under prefill CP: postprocess takes this rank's shard of the reduced
+    // output back, never reduce-scatters it again.
+    if (tp > 1)
+      for (ReductionPolicy policy : {ReductionPolicy::AR, ReductionPolicy::RS}) {
+        run_case({.pattern = "AFAF", .policy = policy, .tokens = {3}, .prefill_cp = true, .postprocess = true}, world);
+        ++cases;
+      }
     // GQA prefill CP: uneven shards (one may be empty), padded for the gather; the exit takes this
     // rank's block back after compute's all-reduce.
     if (tp > 1) {
