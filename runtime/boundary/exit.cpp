@@ -68,8 +68,9 @@ FfnDecision decide_ffn_exit(const FfnExitFacts& f, const BatchFacts& batch, cons
                          batch_allows_deferral();
   d.flags.defer_moe_finalize = defer_finalize;
   d.flags.fuse_mlp_allreduce = defer_finalize || sum_moves;
-  // 6. Fused: the partial travels on as a carried sum.
-  if (d.flags.fuse_mlp_allreduce) {
+  // 6. Fused: the partial travels on as a carried sum. Without a group (one rank, a MoE on local
+  // rows) the output is complete: it completes now, or hands its finalize on.
+  if (d.flags.fuse_mlp_allreduce && f.group) {
     d.completion = f.returns_over_dp ? FfnCompletion::CARRY_SUM_THEN_DP_SCATTER : FfnCompletion::CARRY_SUM;
     d.carried_sum = f.group;
     return d;

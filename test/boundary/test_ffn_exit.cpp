@@ -132,6 +132,16 @@ TEST_CASE("finalize deferral publishes defer_moe_finalize") {
   CHECK(plain_last.completion == FfnCompletion::COMPLETE_NOW);
 }
 
+TEST_CASE("a terminal finalize deferral without an output sum group completes the output now") {
+  auto provider = std::make_shared<CountingProvider>();
+  provider->finalize = true;
+  const PlanContext ctx = context(1);
+  const FfnDecision last = ffn_layer(ctx, moe(), true, provider).decide_ffn_exit(batch(ctx));
+  CHECK(last.flags.defer_moe_finalize);  // compute may still hand its finalize on
+  CHECK(last.completion == FfnCompletion::COMPLETE_NOW);
+  CHECK_FALSE(last.carried_sum.has_value());
+}
+
 TEST_CASE("decide: RSv/RS bound for the next layer; scatter-only, last-layer, non-DP and SP cases") {
   // RSv topology (tp = attn_dp = moe_ep = 4): RSv for the next layer.
   const PlanContext rsv = context(4, 4, ReductionPolicy::RS_RSV, [](Topology& t) {

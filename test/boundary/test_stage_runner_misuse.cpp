@@ -126,6 +126,29 @@ TEST_CASE("a runner's residual operations must match the declared capabilities")
                        "the stage's residual operations do not match its declared capabilities", ValueError);
 }
 
+TEST_CASE("one rank: a terminal MoE whose provider may defer its finalize completes a tensor output now") {
+  struct DefersFinalize : FusionProvider {
+    bool can_defer_finalize(const StagePlan&, const BatchFacts&) const override { return true; }
+  };
+  World w;
+  const auto stages = make_stages(
+      w.ctx, {{attn(), &w.attn_norm}, {moe(), &w.ffn_norm, {.fusions = std::make_shared<DefersFinalize>()}}},
+      {.terminal = true});
+  StageRunner attention(stages[0], w.groups, w.attn_norm, residual::norm_quant_read(), residual::add_update());
+  StageRunner experts(stages[1], w.groups, w.ffn_norm, residual::norm_read(), residual::add_update());
+  residual::start(w.batch);
+  attention.prepare(residual::LayerOutput(w.rows(w.a, 1.f)), w.batch);
+  residual::LayerOutput h = attention.finish(w.rows(w.b, 2.f), w.batch);
+  experts.prepare(h, w.batch);
+  StageRunner::Exit exit = experts.exit(w.batch);
+  CHECK(exit.flags().defer_moe_finalize);
+  h = exit.finish(w.rows(w.b, 3.f));  // compute returned a tensor after all: one rank, nothing to sum
+  CHECK_FALSE(h.owed());
+  residual::RmsNorm final_norm(w.weight, 1e-6f);
+  const Tensor out = residual::norm(h, w.batch, final_norm);
+  CHECK(static_cast<const float*>(out.data)[0] == doctest::Approx(1.f));  // the norm of 1 + 2 + 3
+}
+
 TEST_CASE("one rank: an AF stack reads, publishes and ends through the final norm") {
   World w;
   residual::start(w.batch);
