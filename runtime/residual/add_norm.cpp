@@ -26,6 +26,14 @@ class NormRead final : public StageRead {
   ReadResult read(const Tensor& residual, RmsNorm& norm, const ReadOptions& options) const override {
     check_options(options);
     if (residual.empty()) return {{residual}, residual};
+    // A post-residual addition joins the residual's FP32 sum: residual += extra, then the norm.
+    if (const Tensor* extra = options.post_residual_addition) {
+      if (options.quant == QuantFormat::fp8_per_token) {
+        const kernels::Fp8Rows q = norm.add_apply_fp8(*extra, residual);
+        return {{q.values, q.scales}, residual};
+      }
+      return {{norm.add_apply(*extra, residual)}, residual};
+    }
     if (options.quant == QuantFormat::fp8_per_token) {
       const kernels::Fp8Rows q = norm.apply_fp8(residual);
       return {{q.values, q.scales}, residual};

@@ -110,6 +110,43 @@ TEST_CASE("the FP8 read quantises the fused add + norm with its post-residual ad
   }
 }
 
+TEST_CASE("NORM_QUANT_READ joins a post-residual addition to a written residual before the norm") {
+  std::mt19937 rng(12);
+  const int64_t rows = 2, cols = 64;
+  HostTensor residual(DType::bf16, rows, cols), extra(DType::bf16, rows, cols), weight(DType::bf16, 1, cols);
+  residual.fill_random(rng);
+  extra.fill_random(rng);
+  weight.fill_random(rng);
+  RmsNorm norm(weight.view, 1e-6f);
+
+  HostTensor read_residual = residual;  // the read updates its residual in place
+  const ReadResult plain = norm_quant_read().read(read_residual.view, norm, {.post_residual_addition = &extra.view});
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto [want_residual, want_out] = reference_add_norm(extra, residual, weight, 1e-6f, r);
+    for (int64_t c = 0; c < cols; ++c) {
+      REQUIRE(get(plain.residual, r, c) == want_residual[c]);
+      REQUIRE(ulps(DType::bf16, get(plain.input.values, r, c), want_out[c]) <= 1.0);
+    }
+  }
+
+  // Quantised: the FP8 norm of residual + extra (here with the residual as the kernel's input).
+  HostTensor q(DType::fp8_e4m3, rows, cols), zeros(DType::bf16, rows, cols);
+  zeros.fill(0.0f);
+  std::vector<float> scales(rows);
+  kernels::add_rms_norm_fp8(residual.view, zeros.view, &extra.view, norm.spec(), {q.view, scales.data()});
+  HostTensor quant_residual = residual;
+  const ReadResult quantised = norm_quant_read().read(
+      quant_residual.view, norm, {.quant = QuantFormat::fp8_per_token, .post_residual_addition = &extra.view});
+  REQUIRE(quantised.input.quantized());
+  for (int64_t r = 0; r < rows; ++r) {
+    CHECK(quantised.input.scales[r] == scales[r]);
+    for (int64_t c = 0; c < cols; ++c) {
+      REQUIRE(static_cast<const uint8_t*>(quantised.input.values.row(r))[c] == static_cast<const uint8_t*>(q.view.row(r))[c]);
+      REQUIRE(get(quantised.residual, r, c) == zeros.at(r, c));
+    }
+  }
+}
+
 TEST_CASE("NORM_READ rejects a quantised format and a post-residual addition") {
   HostTensor h = rows_of(1.0f), residual = rows_of(1.0f), extra = rows_of(1.0f);
   UnitNorm unit;
