@@ -63,8 +63,8 @@ LayerOutput StageRunner::finish_ffn(const FfnDecision& d, const Tensor& output, 
     case OutputMoveKind::RETURNS_OVER_DP: value = return_over_dp(d.dp_step, output, batch.facts); break;
     case OutputMoveKind::UPDATE_THEN_ATTN_TP_GATHER: {
       // The output sits on this rank's slice, like the residual: update there, then gather the
-      // written residual back to attention rows (the stream is written).
-      update_.require_residual_gather();
+      // written residual back to attention rows (the stream is written). The update has consumed
+      // its state (MHC's coefficients): only the written residual moves, so any update may gather.
       const Tensor updated = stream.has_residual() ? update_.update(output, stream.residual()) : output;
       const Tensor full = local_.get(updated.dtype, updated.rows * groups_.size(rows::GroupKind::ATTN_TP), updated.cols);
       rows::attn_tp_gather(groups_, updated, full).wait();
@@ -95,7 +95,6 @@ LayerOutput StageRunner::finish_ffn(const FfnDecision& d, const Tensor& output, 
         value = slice;
         break;
       }
-      update_.require_residual_gather();
       const Tensor updated = stream.has_residual() ? update_.update(slice, stream.residual()) : slice;
       const Tensor full = scratch_.get(updated.dtype, output.rows, updated.cols);
       rows::tp_gather(groups_, updated, full).wait();

@@ -93,7 +93,9 @@ struct Ones {
 
 /// LongCat's shortcut (a prepared branch merged with the MoE's output) with `attn_dp` replicas.
 void run_longcat(const std::shared_ptr<comm::Communicator>& world, int attn_dp);
-/// Two MHC layers (nonlinear attention update, FFN written at the producer).
-void run_mhc(const std::shared_ptr<comm::Communicator>& world, int attn_dp, ReductionPolicy policy, PaddingMode padding);
+/// Two MHC layers (nonlinear attention update, FFN written at the producer), on an input-scattered
+/// batch or with a configured dense-FFN TP size (0: tp) when asked.
+void run_mhc(const std::shared_ptr<comm::Communicator>& world, int attn_dp, ReductionPolicy policy, PaddingMode padding,
+             bool input_scattered = false, int dense_tp = 0);
 
 }  // namespace seam::boundary::runner_test

@@ -12,7 +12,8 @@ namespace seam::boundary::runner_test {
 // MHC hyper-connections (nonlinear attention update, FFN update written at the producer): two
 // AF layers through the runners, against the same MhcLayer operations applied by one local stream
 // on the replica's whole rows (no boundary, no collective).
-void run_mhc(const std::shared_ptr<comm::Communicator>& world, int attn_dp, ReductionPolicy policy, PaddingMode padding) {
+void run_mhc(const std::shared_ptr<comm::Communicator>& world, int attn_dp, ReductionPolicy policy, PaddingMode padding,
+             bool input_scattered, int dense_tp) {
   const int tp = world->size();
   PlanContext ctx;
   ctx.topology = Topology::make(tp, attn_dp);
@@ -20,6 +21,8 @@ void run_mhc(const std::shared_ptr<comm::Communicator>& world, int attn_dp, Redu
     ctx.topology.moe_ep = attn_dp;
     ctx.topology.moe_tp = tp / attn_dp;
   }
+  ctx.topology.attn_tp_input_scattered = input_scattered;
+  ctx.topology.moe_dense_tp = dense_tp;
   ctx.topology.validate();
   ctx.policy = policy;
   rows::ProcessGroups groups(world, ctx.topology);
@@ -54,15 +57,20 @@ void run_mhc(const std::shared_ptr<comm::Communicator>& world, int attn_dp, Redu
   std::vector<int64_t> tokens;
   for (int d = 0; d < attn_dp; ++d) tokens.push_back(d == 1 ? 0 : 2 + 3 * d);
   residual::ForwardBatch batch;
-  batch.facts = BatchFacts::make(tokens, dp, ctx.topology.attn_tp, padding);
+  const BatchVariant variant = input_scattered ? BatchVariant::INPUT_SCATTERED : BatchVariant::ORDINARY;
+  batch.facts = BatchFacts::make(tokens, dp, ctx.topology.attn_tp, padding, variant);
   const int64_t local_rows = batch.facts.local_rows();
+  // An input-scattered batch starts from the vocab-parallel embedding's TP partial.
+  const float embed_weight = input_scattered ? weight(tp, groups.tp_rank()) : 1.f;
   Buffer embed_storage(static_cast<size_t>(local_rows * kHidden) * 4 + 4), ref_storage(embed_storage.bytes());
   const Tensor embed = embed_storage.as_tensor(DType::f32, local_rows, kHidden);
   const Tensor ref_embed = ref_storage.as_tensor(DType::f32, local_rows, kHidden);
   for (int64_t i = 0; i < local_rows; ++i)
-    for (int64_t c = 0; c < kHidden; ++c)
-      static_cast<float*>(embed.row(i))[c] = static_cast<float*>(ref_embed.row(i))[c] =
-          i < tokens[dp] ? embedding(dp, i, c) : 0.f;
+    for (int64_t c = 0; c < kHidden; ++c) {
+      const float v = i < tokens[dp] ? embedding(dp, i, c) : 0.f;
+      static_cast<float*>(ref_embed.row(i))[c] = v;
+      static_cast<float*>(embed.row(i))[c] = embed_weight * v;
+    }
 
   std::vector<Buffer> storage;
   auto compute = [&](const Tensor& in, float scale, const rows::GroupKind* partial_over) {
@@ -78,11 +86,21 @@ void run_mhc(const std::shared_ptr<comm::Communicator>& world, int attn_dp, Redu
   residual::LayerOutput h(embed);
   const rows::GroupKind attn_tp = rows::GroupKind::ATTN_TP, full_tp = rows::GroupKind::TP;
   for (size_t s = 0; s < stages.size(); s += 2) {
-    h = runners[s]->finish(compute(runners[s]->prepare(h, batch).values, 3.f, &attn_tp), batch);
+    Tensor attn_in = runners[s]->prepare(h, batch).values;
+    // An input-scattered attention gathers its sliced input itself.
+    if (attn_in.rows < local_rows) {
+      storage.emplace_back(static_cast<size_t>(local_rows * kHidden) * 4 + 4);
+      const Tensor full = storage.back().as_tensor(DType::f32, local_rows, kHidden);
+      rows::all_gather(groups, attn_tp, attn_in, full).wait();
+      attn_in = full;
+    }
+    h = runners[s]->finish(compute(attn_in, 3.f, &attn_tp), batch);
     const Tensor in = runners[s + 1]->prepare(h, batch).values;
     StageRunner::Exit exit = runners[s + 1]->exit(batch);
-    const Tensor out = compute(in, 2.f, &full_tp);
-    if (!exit.flags().compute_skips_sum()) rows::all_reduce(groups, full_tp, out).wait();
+    // A dense FFN on local rows returns complete rows.
+    const bool partial = stages[s + 1].plan().path(variant).stage.output.group.has_value();
+    const Tensor out = compute(in, 2.f, partial ? &full_tp : nullptr);
+    if (partial && !exit.flags().compute_skips_sum()) rows::all_reduce(groups, full_tp, out).wait();
     h = exit.finish(out);
   }
   const Tensor result = residual::norm(h, batch, *norms[4]);
@@ -102,7 +120,8 @@ void run_mhc(const std::shared_ptr<comm::Communicator>& world, int attn_dp, Redu
   for (int64_t i = 0; i < tokens[dp]; ++i)
     for (int64_t c = 0; c < kHidden; ++c)
       if (!close(static_cast<const float*>(result.row(i))[c], static_cast<const float*>(expected.row(i))[c]))
-        fail("mhc attn_dp=" + std::to_string(attn_dp) + " policy=" + std::string(policy_name(policy)) + ": token " +
+        fail("mhc attn_dp=" + std::to_string(attn_dp) + " policy=" + std::string(policy_name(policy)) +
+             (input_scattered ? " input-scattered" : "") + " dense_tp=" + std::to_string(dense_tp) + ": token " +
              std::to_string(i) + " col " + std::to_string(c));
 }
 

@@ -408,6 +408,16 @@ int main() {
           run_mhc(world, attn_dp, policy, padding);
           ++cases;
         }
+    // MHC on an input-scattered batch (its streams stay on TP slices) and beside a dense FFN on
+    // local rows: the last FFN writes its streams on the slice and gathers them back.
+    if (tp > 1) {
+      for (ReductionPolicy policy : policies) {
+        run_mhc(world, 1, policy, PaddingMode::MAX_LEN, /*input_scattered=*/true);
+        ++cases;
+      }
+      run_mhc(world, 1, ReductionPolicy::RS_RSV, PaddingMode::MAX_LEN, false, /*dense_tp=*/1);
+      ++cases;
+    }
     // Input-scattered attention: the embedding and every FFN leave a TP partial for the next
     // attention's TP reduce-scatter; the FFN's residual joins its input sum on the slices.
     if (tp > 1)
