@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
 
 #include "layouts/errors.h"
 
@@ -59,10 +60,20 @@ BatchFacts BatchFacts::make(std::span<const int64_t> tokens_per_dp, int dp_rank,
   return f;
 }
 
-BatchFacts BatchFacts::with_cp_shards(std::span<const int64_t> rows_per_cp_rank) const {
+BatchFacts BatchFacts::with_cp_shards(std::span<const int64_t> rows_per_cp_rank, int attn_cp) const {
   BatchFacts f = *this;
-  for (int64_t n : rows_per_cp_rank)
+  if (rows_per_cp_rank.empty()) return f;
+  if (static_cast<int>(rows_per_cp_rank.size()) != attn_cp)
+    throw ValueError("CP shard rows need one count per attention-CP rank (" + std::to_string(attn_cp) + "), got " +
+                     std::to_string(rows_per_cp_rank.size()));
+  int64_t total = 0;
+  for (int64_t n : rows_per_cp_rank) {
     if (n < 0) throw ValueError("CP shard rows must not be negative");
+    total += n;
+  }
+  if (total > local_rows())
+    throw ValueError("CP shards of " + std::to_string(total) + " rows do not fit their replica's " +
+                     std::to_string(local_rows()) + " rows");
   f.cp_shard_rows_.assign(rows_per_cp_rank.begin(), rows_per_cp_rank.end());
   return f;
 }

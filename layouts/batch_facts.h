@@ -73,8 +73,9 @@ class BatchFacts {
   bool has_tokens() const { return global_rows_ > 0; }
 
   /// A CP batch whose shards differ in length (GQA zig-zag prefill CP): this replica's rows on each
-  /// CP rank, in CP rank order. Equal shards (DSA/MLA CP) need none.
-  BatchFacts with_cp_shards(std::span<const int64_t> rows_per_cp_rank) const;
+  /// CP rank, in CP rank order. Equal shards (DSA/MLA CP) need none (an empty span). ValueError
+  /// unless there is one count per attention-CP rank and together they fit the replica's rows.
+  BatchFacts with_cp_shards(std::span<const int64_t> rows_per_cp_rank, int attn_cp) const;
   /// Per-CP-rank shard rows (empty: equal shards).
   std::span<const int64_t> cp_shard_rows() const { return cp_shard_rows_; }
 

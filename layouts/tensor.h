@@ -5,8 +5,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "layouts/dtype.h"
+#include "layouts/errors.h"
 
 namespace seam {
 
@@ -41,8 +43,11 @@ struct Tensor {
   void* row(int64_t r) const {
     return static_cast<char*>(data) + static_cast<size_t>(r * row_stride) * dtype_size(dtype);
   }
-  /// Rows [begin, begin + count) as a view.
+  /// Rows [begin, begin + count) as a view. ValueError unless they lie within the tensor.
   Tensor slice_rows(int64_t begin, int64_t count) const {
+    if (begin < 0 || count < 0 || begin > rows - count)
+      throw ValueError("slice_rows: rows [" + std::to_string(begin) + ", " + std::to_string(begin + count) +
+                       ") are outside a tensor of " + std::to_string(rows) + " rows");
     Tensor t = *this;
     t.data = count > 0 ? row(begin) : data;
     t.rows = count;

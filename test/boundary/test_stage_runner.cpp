@@ -120,7 +120,7 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
                                : k.prefill_cp        ? BatchVariant::CONTEXT_PARALLEL
                                : k.sequence_parallel ? BatchVariant::SEQUENCE_PARALLEL
                                                      : BatchVariant::ORDINARY;
-  batch.facts = BatchFacts::make(k.tokens, dp, ctx.topology.attn_tp, k.padding, variant).with_cp_shards(k.cp_shards);
+  batch.facts = BatchFacts::make(k.tokens, dp, ctx.topology.attn_tp, k.padding, variant).with_cp_shards(k.cp_shards, ctx.topology.attn_cp);
   const int64_t local_rows = batch.facts.local_rows();
   // The rows this rank's stream holds, and the first of its replica's tokens among them: under
   // prefill CP its CP shard of the sequence, inside an SP region its attention-TP slice.

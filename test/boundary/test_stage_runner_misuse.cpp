@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "layouts/errors.h"
+#include "runtime/boundary/rows/cp_moves.h"
 #include "runtime/boundary/runner.h"
 #include "runtime/residual/add_norm.h"
 #include "runtime/residual/post_norm.h"
@@ -118,6 +119,18 @@ TEST_CASE("consumer-step checks on what arrives") {
     CHECK_THROWS_WITH_AS(w.attention.prepare(h, w.batch), "producer update does not match the boundary's capability",
                          UsageError);
   }
+}
+
+TEST_CASE("a padded CP take-back checks the full-context rows it reads") {
+  World w;
+  const int64_t shard_rows[] = {2};
+  Buffer full_storage{3 * kHidden * 4};
+  const Tensor short_full = full_storage.as_tensor(DType::f32, 1, kHidden);  // one row, the shard needs two
+  CHECK_THROWS_WITH_AS(rows::cp_take_back_padded(w.groups, short_full, shard_rows, w.rows(w.a, 0.f)),
+                       "row move: a padded CP take-back needs 2 full-context rows (the longest shard per CP rank), got 1",
+                       ValueError);
+  const Tensor full = full_storage.as_tensor(DType::f32, 2, kHidden);
+  CHECK_NOTHROW(rows::cp_take_back_padded(w.groups, full, shard_rows, w.rows(w.a, 0.f)));
 }
 
 TEST_CASE("a runner's residual operations must match the declared capabilities") {

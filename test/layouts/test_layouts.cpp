@@ -4,6 +4,7 @@
 #include "layouts/batch_facts.h"
 #include "layouts/errors.h"
 #include "layouts/layout.h"
+#include "layouts/tensor.h"
 #include "layouts/topology.h"
 
 using namespace seam;
@@ -40,6 +41,31 @@ TEST_CASE("batch facts: the worked example of attn_dp=2, attn_tp=2, tokens [3, 1
   const int64_t idle[] = {0, 0};
   CHECK_FALSE(BatchFacts::make(idle, 0, 2, PaddingMode::MAX_LEN).has_tokens());
   CHECK_THROWS_AS(BatchFacts::make(tokens, 2, 2, PaddingMode::MAX_LEN), ValueError);
+}
+
+TEST_CASE("uneven CP shard rows: one count per attention-CP rank, fitting the replica's rows") {
+  const int64_t tokens[] = {6};
+  const BatchFacts facts = BatchFacts::make(tokens, 0, 1, PaddingMode::MAX_LEN, BatchVariant::CONTEXT_PARALLEL);
+  const int64_t fits[] = {3, 1, 2, 0};
+  CHECK(facts.with_cp_shards(fits, 4).cp_shard_rows().size() == 4);
+  CHECK(facts.with_cp_shards({}, 4).cp_shard_rows().empty());  // equal shards
+  CHECK_THROWS_WITH_AS(facts.with_cp_shards(fits, 2), "CP shard rows need one count per attention-CP rank (2), got 4",
+                       ValueError);
+  const int64_t too_many[] = {4, 3};
+  CHECK_THROWS_WITH_AS(facts.with_cp_shards(too_many, 2), "CP shards of 7 rows do not fit their replica's 6 rows",
+                       ValueError);
+  const int64_t negative[] = {-1, 2};
+  CHECK_THROWS_WITH_AS(facts.with_cp_shards(negative, 2), "CP shard rows must not be negative", ValueError);
+}
+
+TEST_CASE("slice_rows stays within the tensor") {
+  float storage[4 * 2] = {};
+  const Tensor t = Tensor::contiguous(storage, DType::f32, 4, 2);
+  CHECK(t.slice_rows(1, 3).row(0) == t.row(1));
+  CHECK(t.slice_rows(4, 0).rows == 0);
+  CHECK_THROWS_WITH_AS(t.slice_rows(2, 3), "slice_rows: rows [2, 5) are outside a tensor of 4 rows", ValueError);
+  CHECK_THROWS_AS(t.slice_rows(-1, 1), ValueError);
+  CHECK_THROWS_AS(t.slice_rows(1, -1), ValueError);
 }
 
 TEST_CASE("padding mode follows the reference's rules") {

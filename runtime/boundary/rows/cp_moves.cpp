@@ -48,6 +48,9 @@ void cp_take_back_padded(const ProcessGroups& groups, const Tensor& full, std::s
   const int r = groups.rank_in(GroupKind::ATTN_CP);
   if (shard.rows != rows[static_cast<size_t>(r)])
     throw ValueError("row move: the CP shard does not have this rank's row count");
+  if (full.rows != max * groups.size(GroupKind::ATTN_CP))
+    throw ValueError("row move: a padded CP take-back needs " + std::to_string(max * groups.size(GroupKind::ATTN_CP)) +
+                     " full-context rows (the longest shard per CP rank), got " + std::to_string(full.rows));
   if (shard.rows > 0) kernels::copy(full.slice_rows(r * max, shard.rows), shard);
 }
 
