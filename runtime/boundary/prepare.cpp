@@ -32,6 +32,9 @@ void require_plain_input(const residual::StageInput& input) {
 StageRunner::StageRunner(const StageBoundary& stage, rows::ProcessGroups& groups, residual::RmsNorm& norm,
                          const residual::StageRead& read, const residual::StageUpdate& update)
     : stage_(stage), groups_(groups), norm_(norm), read_(read), update_(update) {
+  // Fusion providers read the plan's norm as this RmsNorm: it must be the same object.
+  if (stage.norm() != static_cast<const void*>(&norm))
+    throw ValueError("a stage runner's norm must be the norm its stage was built with");
   const StageDeclaration& d = stage.declaration();
   if (read.norms_plainly() != d.read.norms_plainly || read.before_gather() != d.read.before_gather ||
       update.adds_plainly() != d.update.adds_plainly || update.at_producer() != d.update.at_producer)

@@ -32,8 +32,9 @@ struct PrepareOptions {
 
 class StageRunner {
  public:
-  /// `read` is this stage's input read, `update` the update its output carries. Their capabilities
-  /// must match the declaration's (ValueError). Everything referenced must outlive the runner,
+  /// `norm` is the norm the stage was built with, `read` this stage's input read, `update` the update
+  /// its output carries; the read's and update's capabilities must match the declaration's (both
+  /// ValueError otherwise). Everything referenced must outlive the runner,
   /// which must not move while a forward runs (the stream references its completions).
   StageRunner(const StageBoundary& stage, rows::ProcessGroups& groups, residual::RmsNorm& norm,
               const residual::StageRead& read, const residual::StageUpdate& update);

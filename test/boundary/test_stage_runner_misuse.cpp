@@ -25,7 +25,7 @@ struct World {
   Buffer weight_storage{kHidden * 4};
   Tensor weight = ones(weight_storage);
   residual::RmsNorm attn_norm{weight, 1e-6f}, ffn_norm{weight, 1e-6f};
-  std::vector<StageBoundary> stages = make_stages(ctx, {{attn()}, {dense()}}, {.terminal = true});
+  std::vector<StageBoundary> stages = make_stages(ctx, {{attn(), &attn_norm}, {dense(), &ffn_norm}}, {.terminal = true});
   StageRunner attention{stages[0], groups, attn_norm, residual::norm_quant_read(), residual::add_update()};
   StageRunner ffn{stages[1], groups, ffn_norm, residual::norm_read(), residual::add_update()};
   residual::ForwardBatch batch;
@@ -86,7 +86,8 @@ TEST_CASE("exit flags are visible only inside the scope, and restored when compu
 
 TEST_CASE("a prepared branch enters through branch_input") {
   World w;
-  const auto branch = make_stages(w.ctx, {{dense()}}, {.prepared_from = moe().with_previous(attn().entering_stack())});
+  const auto branch =
+      make_stages(w.ctx, {{dense(), &w.ffn_norm}}, {.prepared_from = moe().with_previous(attn().entering_stack())});
   StageRunner runner(branch[0], w.groups, w.ffn_norm, residual::norm_read(), residual::add_update());
   residual::start(w.batch);
   CHECK_THROWS_WITH_AS(runner.prepare(residual::LayerOutput(w.rows(w.a, 1.f)), w.batch),
@@ -131,6 +132,12 @@ TEST_CASE("a padded CP take-back checks the full-context rows it reads") {
                        ValueError);
   const Tensor full = full_storage.as_tensor(DType::f32, 2, kHidden);
   CHECK_NOTHROW(rows::cp_take_back_padded(w.groups, full, shard_rows, w.rows(w.a, 0.f)));
+}
+
+TEST_CASE("a runner runs its stage with the norm the stage was built with") {
+  World w;
+  CHECK_THROWS_WITH_AS(StageRunner(w.stages[0], w.groups, w.ffn_norm, residual::norm_quant_read(), residual::add_update()),
+                       "a stage runner's norm must be the norm its stage was built with", ValueError);
 }
 
 TEST_CASE("a runner's residual operations must match the declared capabilities") {
