@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <numeric>
 #include <sstream>
 
 #include "layouts/errors.h"
@@ -105,6 +106,8 @@ SimArgs parse_sim_args(int argc, char** argv) {
     throw ValueError("--attn-cp runs without attention DP and without --input-scattered");
   if (static_cast<int>(a.tokens.size()) != a.attn_dp)
     throw ValueError("--tokens needs one entry per attention-DP replica (" + std::to_string(a.attn_dp) + ")");
+  if (std::accumulate(a.tokens.begin(), a.tokens.end(), int64_t{0}) == 0)
+    throw ValueError("--tokens must give at least one token: a batch without tokens compares nothing");
   if (a.padding != "max" && a.padding != "sum" && a.padding != "auto") throw ValueError("--padding must be max, sum or auto");
   if (a.input_scattered && (a.attn_dp != 1 || (a.tp & (a.tp - 1)) != 0))
     throw ValueError("--input-scattered needs no attention DP and a power-of-two --tp");
