@@ -45,6 +45,7 @@ residual::StageInput StageRunner::prepare(const LayerOutput& h, ForwardBatch& ba
   if (stage_.kind() != StageKind::ATTENTION) throw UsageError("an FFN prepare does not take a capture");
   residual::ResidualStream& stream = residual::current(batch);
   stream.check(h);
+  const ScratchClaim claim(*this, batch);
   const BoundPath& path = stage_.plan().path(batch.facts.variant());
   // Complete the owed communication unfused: the capture sees the finished output (at an
   // input-scattered stack entry, the summed embedding rather than this rank's partial).
@@ -85,6 +86,7 @@ Tensor StageRunner::branch_input(const Tensor& source_input, ForwardBatch& batch
   residual::ResidualStream& stream = residual::current(batch);
   if (stream.state() != residual::ResidualStream::State::written)
     throw UsageError("a branch must start from a prepared stage input");
+  const ScratchClaim claim(*this, batch);
   const Tensor residual =
       move_rows(stream.residual(), path.branch->residual.from, path.branch->residual.to, batch.facts, branch_residual_);
   residual::fork_branch(batch, residual);
@@ -93,6 +95,7 @@ Tensor StageRunner::branch_input(const Tensor& source_input, ForwardBatch& batch
 
 Tensor StageRunner::branch_output(const Tensor& output, ForwardBatch& batch) {
   const BoundPath& path = stage_.plan().path(batch.facts.variant());
+  const ScratchClaim claim(*this, batch);
   return move_rows(output, path.stage.output.layout, path.stage.handed_on, batch.facts, branch_);
 }
 
@@ -100,6 +103,7 @@ LayerOutput StageRunner::merge_branch(const Tensor& contribution, const LayerOut
                                       ForwardBatch& batch) {
   const BoundPath& here = stage_.plan().path(batch.facts.variant());
   const BoundPath& there = source.stage_.plan().path(batch.facts.variant());
+  const ScratchClaim claim(*this, batch);
   auto output_move = [&](const Tensor& v) { return move_rows(v, there.stage.handed_on, here.stage.handed_on, batch.facts, branch_); };
   auto residual_move = [&](const Tensor& v) {
     return move_rows(v, there.outgoing.residual, here.outgoing.residual, batch.facts, branch_residual_);

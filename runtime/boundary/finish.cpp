@@ -41,6 +41,7 @@ Tensor StageRunner::return_over_dp(DpStep step, const Tensor& global, const Batc
 
 LayerOutput StageRunner::finish_ffn(const FfnDecision& d, const Tensor& output, ForwardBatch& batch) {
   residual::ResidualStream& stream = residual::current(batch);
+  const ScratchClaim claim(*this, batch);
   const BoundPath& path = stage_.plan().path(batch.facts.variant());
   switch (d.completion) {
     case FfnCompletion::CARRY_SUM:

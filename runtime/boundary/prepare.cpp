@@ -51,15 +51,18 @@ StageRunner::StageRunner(const StageBoundary& stage, rows::ProcessGroups& groups
   // replica's rows. A deferred RS / RSv completes and returns in one step.
   const std::optional<SumGroup> group = stage.plan().path(BatchVariant::ORDINARY).stage.output.group;
   carried_then_scatter_ = [this, group](const Tensor& global, ForwardBatch& batch) {
+    const ScratchClaim claim(*this, batch);
     if (group) rows::all_reduce(groups_, rows::group_of(*group), global).wait();
     return return_over_dp(DpStep::SCATTER, global, batch.facts);
   };
   // One completion per step (no per-batch state in the runner: interleaved microbatches may choose
   // different steps).
   deferred_reduce_scatter_ = [this](const Tensor& global, ForwardBatch& batch) {
+    const ScratchClaim claim(*this, batch);
     return return_over_dp(DpStep::REDUCE_SCATTER, global, batch.facts);
   };
   deferred_reduce_scatterv_ = [this](const Tensor& global, ForwardBatch& batch) {
+    const ScratchClaim claim(*this, batch);
     return return_over_dp(DpStep::REDUCE_SCATTERV, global, batch.facts);
   };
   carried_then_scatter_ref_ = carried_then_scatter_;
@@ -68,6 +71,26 @@ StageRunner::StageRunner(const StageBoundary& stage, rows::ProcessGroups& groups
 }
 
 residual::DeclaredSum StageRunner::declared(SumGroup group) { return {group, all_reduce_of(group)}; }
+
+StageRunner::ScratchClaim::ScratchClaim(StageRunner& runner, ForwardBatch& batch)
+    : runner_(runner), stream_(residual::current(batch).liveness()), uses_before_(runner.scratch_uses()) {
+  const std::shared_ptr<const int> owner = runner.scratch_owner_.lock();
+  if (owner && owner != stream_)
+    throw UsageError("a stage runner's buffers still hold another live stream's values: interleaved microbatches "
+                     "need a stage runner each");
+}
+
+StageRunner::ScratchClaim::~ScratchClaim() {
+  if (runner_.scratch_uses() != uses_before_) runner_.scratch_owner_ = stream_;
+}
+
+uint64_t StageRunner::scratch_uses() const {
+  uint64_t n = 0;
+  for (const rows::Scratch* s : {&scratch_, &pre_moved_, &residual_, &gathered_, &gathered_scales_, &local_, &captured_,
+                                 &branch_, &branch_residual_})
+    n += s->uses();
+  return n;
+}
 
 const EntryPaths& StageRunner::select_paths(const BoundPath& path, ResidualStream& stream) {
   const residual::Contribution* c = stream.pending();
@@ -90,6 +113,7 @@ residual::StageInput StageRunner::prepare(const LayerOutput& h, ForwardBatch& ba
   stream.check(h);
   const BoundPath& path = stage_.plan().path(batch.facts.variant());
   if (path.branch) throw UsageError("a prepared branch must enter through branch_input, not prepare");
+  const ScratchClaim claim(*this, batch);
   LayerOutput entered;
   const LayerOutput& input = enter_stack(h, stream, path, entered);
   const EntryPaths& paths = select_paths(path, stream);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include "runtime/boundary/rows/pp_handoff.h"
@@ -35,7 +36,9 @@ class StageRunner {
   /// `norm` is the norm the stage was built with, `read` this stage's input read, `update` the update
   /// its output carries; the read's and update's capabilities must match the declaration's (both
   /// ValueError otherwise). Everything referenced must outlive the runner,
-  /// which must not move while a forward runs (the stream references its completions).
+  /// which must not move while a forward runs (the stream references its completions). Its buffers
+  /// serve one stream at a time: a call for another live stream while they hold values of the first
+  /// (interleaved microbatches) is a UsageError.
   StageRunner(const StageBoundary& stage, rows::ProcessGroups& groups, residual::RmsNorm& norm,
               const residual::StageRead& read, const residual::StageUpdate& update);
   StageRunner(const StageRunner&) = delete;
@@ -129,6 +132,22 @@ class StageRunner {
   Tensor move_rows(const Tensor& value, Layout from, Layout to, const BatchFacts& facts, rows::Scratch& out);
   residual::LayerOutput leave_complete(const Tensor& value, residual::ForwardBatch& batch);
   residual::DeclaredSum declared(SumGroup group);
+  /// Held while a call may use the scratch buffers for `batch`'s stream: UsageError when they still
+  /// hold another live stream's values (interleaved microbatches sharing this runner); afterwards
+  /// the stream owns them if the call used any.
+  class ScratchClaim {
+   public:
+    ScratchClaim(StageRunner& runner, residual::ForwardBatch& batch);
+    ~ScratchClaim();
+    ScratchClaim(const ScratchClaim&) = delete;
+    ScratchClaim& operator=(const ScratchClaim&) = delete;
+
+   private:
+    StageRunner& runner_;
+    std::shared_ptr<const int> stream_;
+    uint64_t uses_before_;
+  };
+  uint64_t scratch_uses() const;
   residual::CompleteSum& all_reduce_of(SumGroup group) { return all_reduce_refs_[static_cast<size_t>(group)]; }
 
   const StageBoundary& stage_;
@@ -146,6 +165,7 @@ class StageRunner {
   rows::Scratch branch_;      ///< a branch input / residual / output on this stage's rows
   rows::Scratch branch_residual_;
   Buffer capture_workspace_;  ///< output + residual for a capture before the read
+  std::weak_ptr<const int> scratch_owner_;  ///< the stream whose values the scratch buffers may hold
 
   // Completions the stream references by FunctionRef: they live as long as the runner.
   using Completion = std::function<Tensor(const Tensor&, residual::ForwardBatch&)>;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "layouts/tensor.h"
 #include "runtime/residual/contribution.h"
@@ -56,6 +57,9 @@ class ResidualStream {
   const Contribution* pending() const { return state_ == State::pending ? &pending_ : nullptr; }
   /// The value a Written stream issued for its residual (what the next call must pass back).
   LayerOutput written_output() const;
+  /// Lives exactly as long as this stream: a holder of this stream's values (a stage runner's
+  /// buffers) keeps a weak reference to tell a live stream from a released one.
+  const std::shared_ptr<const int>& liveness() const { return alive_; }
 
   /// residual := r, nothing pending (consumes the contribution). Returns r, stamped.
   LayerOutput write(const Tensor& residual);
@@ -93,6 +97,7 @@ class ResidualStream {
   bool has_residual_ = false;
   Tensor residual_;
   Contribution pending_;
+  std::shared_ptr<const int> alive_ = std::make_shared<const int>(0);
 };
 
 }  // namespace seam::residual

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/norm/elementwise.h"
 #include "layouts/errors.h"
 #include "runtime/boundary/factories.h"
 #include "runtime/boundary/rows/host_fusion.h"
@@ -279,6 +280,51 @@ void check_declared_input_misuse(const std::shared_ptr<comm::Communicator>& worl
   }
 }
 
+// Interleaved microbatches (each on its own stream) sharing one stage runner: the runner refuses the
+// second while its buffers still hold the first's values (here the MoE input's residual slice)
+// rather than overwriting them.
+void check_interleaved_microbatches_misuse(const std::shared_ptr<comm::Communicator>& world) {
+  const int tp = world->size();
+  PlanContext ctx;
+  ctx.topology = Topology::make(tp);
+  ctx.topology.moe_a2a_backend = true;
+  ctx.topology.moe_ep = tp;
+  ctx.topology.moe_tp = 1;
+  ctx.topology.validate();
+  rows::ProcessGroups groups(world, ctx.topology);
+  const Ones ones;
+  residual::RmsNorm attn_norm(ones.tensor, 1e-6f), ffn_norm(ones.tensor, 1e-6f);
+  const auto stages = make_stages(
+      ctx, {{declare_attn({.read = NORM_READ}), &attn_norm}, {declare_ffn({.sparse = true}), &ffn_norm}}, {.terminal = true});
+  StageRunner attention(stages[0], groups, attn_norm, residual::norm_read(), residual::add_update());
+  StageRunner experts(stages[1], groups, ffn_norm, residual::norm_read(), residual::add_update());
+  const int64_t tokens[] = {tp};
+  residual::ForwardBatch microbatches[2];
+  std::vector<Buffer> storage;
+  residual::LayerOutput h[2];
+  for (int m = 0; m < 2; ++m) {
+    microbatches[m].facts = BatchFacts::make(tokens, 0, tp, PaddingMode::MAX_LEN);
+    storage.emplace_back(static_cast<size_t>(2 * tp * kHidden) * 4);
+    const Tensor embed = storage.back().as_tensor(DType::f32, tp, kHidden);
+    const Tensor out = storage.back().as_tensor(DType::f32, 2 * tp, kHidden).slice_rows(tp, tp);
+    for (int64_t i = 0; i < tp * kHidden; ++i) static_cast<float*>(embed.data)[i] = 1.f + static_cast<float>(m);
+    residual::start(microbatches[m]);
+    const Tensor in = attention.prepare(residual::LayerOutput(embed), microbatches[m]).values;
+    kernels::copy(in, out);
+    h[m] = attention.finish(out, microbatches[m]);
+  }
+  experts.prepare(h[0], microbatches[0]);
+  try {
+    experts.prepare(h[1], microbatches[1]);
+    fail("a second live microbatch was accepted by a runner holding the first's values");
+  } catch (const UsageError& e) {
+    if (std::string(e.what()) !=
+        "a stage runner's buffers still hold another live stream's values: interleaved microbatches need a stage "
+        "runner each")
+      fail(e.what());
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -426,6 +472,7 @@ int main() {
         ++cases;
       }
     if (tp > 1) check_declared_input_misuse(world);
+    if (tp > 1) check_interleaved_microbatches_misuse(world);
     if (g_rank == 0) std::printf("test_stage_runner: %d stacks on %d ranks match the reference\n", cases, tp);
     return 0;
   } catch (const std::exception& e) {
