@@ -19,6 +19,18 @@ namespace {
 constexpr int kOffsetBits = 40;
 constexpr uint64_t kOffsetMask = (uint64_t{1} << kOffsetBits) - 1;
 
+// Every allocation ends with a cache line whose first word the owner sets when it frees the
+// block; a peer that mapped it unmaps it at its next lookup, so the memory is released then.
+constexpr size_t kTrailerBytes = 64;
+
+size_t padded(size_t bytes) { return (bytes + kTrailerBytes - 1) / kTrailerBytes * kTrailerBytes; }
+
+std::atomic<uint32_t>& freed_flag(const shm::SharedSegment& segment) {
+  static_assert(std::atomic<uint32_t>::is_always_lock_free);
+  return *reinterpret_cast<std::atomic<uint32_t>*>(static_cast<char*>(segment.data()) +
+                                                   segment.size() - kTrailerBytes);
+}
+
 std::string segment_name(pid_t pid, uint64_t id) {
   return "/seam-" + std::to_string(pid) + "-host-" + std::to_string(id);
 }
@@ -47,24 +59,26 @@ std::unique_ptr<SharedHostMemory> SharedHostMemory::allocate(size_t bytes) {
   const uint64_t id = registry().next_id++;
   const std::string name = segment_name(getpid(), id);
   shm_unlink(name.c_str());  // a segment left by a dead process that had this pid
-  auto segment = shm::SharedSegment::create(name, bytes);
+  auto segment = shm::SharedSegment::create(name, padded(bytes) + kTrailerBytes);
   std::lock_guard lock(registry().mutex);
   registry().own[reinterpret_cast<uintptr_t>(segment->data())] = {id, bytes};
   registry().live.fetch_add(1, std::memory_order_relaxed);
-  return std::unique_ptr<SharedHostMemory>(new SharedHostMemory(std::move(segment), id));
+  return std::unique_ptr<SharedHostMemory>(new SharedHostMemory(std::move(segment), id, bytes));
 }
 
-SharedHostMemory::SharedHostMemory(std::unique_ptr<shm::SharedSegment> segment, uint64_t id)
-    : segment_(std::move(segment)), id_(id) {}
+SharedHostMemory::SharedHostMemory(std::unique_ptr<shm::SharedSegment> segment, uint64_t id,
+                                   size_t bytes)
+    : segment_(std::move(segment)), id_(id), bytes_(bytes) {}
 
 SharedHostMemory::~SharedHostMemory() {
+  freed_flag(*segment_).store(1, std::memory_order_release);
   std::lock_guard lock(registry().mutex);
   registry().own.erase(reinterpret_cast<uintptr_t>(segment_->data()));
   registry().live.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void* SharedHostMemory::data() const { return segment_->data(); }
-size_t SharedHostMemory::size() const { return segment_->size(); }
+size_t SharedHostMemory::size() const { return bytes_; }
 
 namespace shm {
 
@@ -84,9 +98,19 @@ uint64_t shared_handle_of(const void* data, size_t bytes) {
 void* map_shared_handle(pid_t pid, uint64_t handle) {
   const uint64_t id = (handle >> kOffsetBits) - 1;
   std::lock_guard lock(registry().mutex);
-  auto& mapping = registry().peers[{pid, id}];
-  if (!mapping) mapping = SharedSegment::open(segment_name(pid, id), 0);
-  return static_cast<char*>(mapping->data()) + (handle & kOffsetMask);
+  // Blocks their owners freed: no collective uses them any more (a call's buffers outlive it).
+  std::erase_if(registry().peers, [](const auto& entry) {
+    return freed_flag(*entry.second).load(std::memory_order_acquire) != 0;
+  });
+  auto it = registry().peers.find({pid, id});
+  if (it == registry().peers.end())
+    it = registry().peers.emplace(std::pair{pid, id}, SharedSegment::open(segment_name(pid, id), 0)).first;
+  return static_cast<char*>(it->second->data()) + (handle & kOffsetMask);
+}
+
+size_t mapped_peer_blocks() {
+  std::lock_guard lock(registry().mutex);
+  return registry().peers.size();
 }
 
 }  // namespace shm
