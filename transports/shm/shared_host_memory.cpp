@@ -20,7 +20,8 @@ constexpr int kOffsetBits = 40;
 constexpr uint64_t kOffsetMask = (uint64_t{1} << kOffsetBits) - 1;
 
 // Every allocation ends with a cache line whose first word the owner sets when it frees the
-// block; a peer that mapped it unmaps it at its next lookup, so the memory is released then.
+// block; a peer that mapped it unmaps it when it next maps a new block, and the memory is
+// released then.
 constexpr size_t kTrailerBytes = 64;
 
 size_t padded(size_t bytes) { return (bytes + kTrailerBytes - 1) / kTrailerBytes * kTrailerBytes; }
@@ -98,13 +99,16 @@ uint64_t shared_handle_of(const void* data, size_t bytes) {
 void* map_shared_handle(pid_t pid, uint64_t handle) {
   const uint64_t id = (handle >> kOffsetBits) - 1;
   std::lock_guard lock(registry().mutex);
-  // Blocks their owners freed: no collective uses them any more (a call's buffers outlive it).
-  std::erase_if(registry().peers, [](const auto& entry) {
-    return freed_flag(*entry.second).load(std::memory_order_acquire) != 0;
-  });
   auto it = registry().peers.find({pid, id});
-  if (it == registry().peers.end())
+  if (it == registry().peers.end()) {
+    // A new block (often the replacement of a freed one): first unmap the blocks their owners
+    // freed, which no collective uses any more (a call's buffers outlive it). Only here, so
+    // that calls on blocks already mapped read no flags.
+    std::erase_if(registry().peers, [](const auto& entry) {
+      return freed_flag(*entry.second).load(std::memory_order_acquire) != 0;
+    });
     it = registry().peers.emplace(std::pair{pid, id}, SharedSegment::open(segment_name(pid, id), 0)).first;
+  }
   return static_cast<char*>(it->second->data()) + (handle & kOffsetMask);
 }
 

@@ -23,8 +23,8 @@ class SharedHostMemory {
   /// Allocates `bytes` (page-aligned, zero-filled, its pages reserved now). Not collective.
   /// Throws CommError when /dev/shm cannot hold it.
   static std::unique_ptr<SharedHostMemory> allocate(size_t bytes);
-  /// Peers that mapped it unmap it at their next collective on shared host memory; the memory
-  /// is released then.
+  /// Peers that mapped it unmap it when they next map a new block (or exit); the memory is
+  /// released then.
   ~SharedHostMemory();
   SharedHostMemory(const SharedHostMemory&) = delete;
   SharedHostMemory& operator=(const SharedHostMemory&) = delete;
@@ -45,8 +45,8 @@ namespace shm {
 /// the offset in it, packed in one word (0: not in shared host memory).
 uint64_t shared_handle_of(const void* data, size_t bytes);
 /// The address, in this process, of the range `handle` names in process `pid`, mapping that
-/// allocation on first use (and unmapping the peers' blocks freed since). Throws CommError when
-/// it cannot be mapped.
+/// allocation on first use (and then unmapping the peers' blocks freed since). Throws
+/// CommError when it cannot be mapped.
 void* map_shared_handle(pid_t pid, uint64_t handle);
 /// How many peers' blocks this process has mapped (tests).
 size_t mapped_peer_blocks();
