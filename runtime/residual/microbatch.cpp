@@ -15,6 +15,12 @@ void split_microbatches(ForwardBatch& parent, const LayerOutput& h, std::span<co
   ResidualStream& stream = current(parent);
   const ResidualStream::State state = stream.state();
   const FinishedOutput out = stream.finish(h, parent);  // completes the owed sum before splitting
+  // A token-range split cuts the output and the residual alike: both must sit on the same rows (a
+  // residual left on attention-TP slices beside full-row outputs would be cut at the wrong tokens).
+  if (out.has_residual && out.residual.rows != out.value.rows)
+    throw NotSupportedError("split_microbatches: the residual (" + std::to_string(out.residual.rows) +
+                            " rows) is not on the output's rows (" + std::to_string(out.value.rows) +
+                            "): a token-range split needs both on the same rows");
   int64_t total = 0;
   for (int64_t n : rows) total += n;
   if (total != out.value.rows)
@@ -47,6 +53,10 @@ LayerOutput merge_microbatches(ForwardBatch& parent, std::span<ForwardBatch* con
   for (size_t i = 0; i < children.size(); ++i) {
     ForwardBatch& child = *children[i];
     const FinishedOutput out = current(child).finish(outputs[i], child);
+    if (out.has_residual && out.residual.rows != out.value.rows)
+      throw NotSupportedError("merge_microbatches: microbatch " + std::to_string(i) + "'s residual (" +
+                              std::to_string(out.residual.rows) + " rows) is not on its output's rows (" +
+                              std::to_string(out.value.rows) + "): a token-range merge needs both on the same rows");
     child.residual_stream.reset();
     if (i > 0 && out.update != update) throw UsageError("microbatches merged with different residual updates");
     update = out.update;

@@ -69,3 +69,45 @@ TEST_CASE("microbatches run their own layers between split and merge") {
     CHECK(get(current(parent).residual(), r, 0) == 3.0f);
   }
 }
+
+// A residual on other rows than the output (an attention-TP slice beside full-row hidden states, as
+// an attention leaves it after a dense FFN on local rows) cannot be cut or concatenated by token
+// range: split and merge refuse it instead of cutting it at the output's offsets.
+TEST_CASE("TBO refuses to split or merge a residual that is not on the output's rows") {
+  IdentityRead read;
+  UnitNorm norm;
+  HostTensor slice = rows_of(1.0f, 2), full = rows_of(2.0f, 4);
+  {
+    ForwardBatch parent, first, second;
+    start(parent);
+    read_input(LayerOutput(slice.view), parent, read, norm.norm);  // the residual: 2 rows
+    const LayerOutput h = current(parent).leave(ProducerOutput::complete_tensor(full.view), add_update());
+    ForwardBatch* children[] = {&first, &second};
+    LayerOutput outputs[2];
+    const int64_t rows[] = {2, 2};
+    check_throws_message<NotSupportedError>(
+        [&] { split_microbatches(parent, h, rows, children, outputs); },
+        "split_microbatches: the residual (2 rows) is not on the output's rows (4): a token-range split needs both "
+        "on the same rows");
+    CHECK_FALSE(first.residual_stream.has_value());
+  }
+  {
+    ForwardBatch parent, first, second;
+    HostTensor first_slice = rows_of(1.0f, 1), second_slice = rows_of(1.0f, 1);
+    HostTensor first_out = rows_of(2.0f, 2), second_out = rows_of(2.0f, 2);
+    HostTensor hidden(DType::f32, 4, 4), residual(DType::f32, 4, 4);
+    ForwardBatch* children[] = {&first, &second};
+    LayerOutput outputs[2];
+    start(first);
+    start(second);
+    read_input(LayerOutput(first_slice.view), first, read, norm.norm);
+    read_input(LayerOutput(second_slice.view), second, read, norm.norm);
+    outputs[0] = current(first).leave(ProducerOutput::complete_tensor(first_out.view), add_update());
+    outputs[1] = current(second).leave(ProducerOutput::complete_tensor(second_out.view), add_update());
+    check_throws_message<NotSupportedError>(
+        [&] { merge_microbatches(parent, children, outputs, hidden.view, residual.view); },
+        "merge_microbatches: microbatch 0's residual (1 rows) is not on its output's rows (2): a token-range merge "
+        "needs both on the same rows");
+    CHECK_FALSE(parent.residual_stream.has_value());
+  }
+}
