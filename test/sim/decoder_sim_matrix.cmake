@@ -186,11 +186,61 @@ seam_add_sim_test(tp4_cp2_rs_AF_capture NP 4 ARGS --tp 4 --attn-cp 2 --policy rs
 seam_add_sim_test(tp2_dp2_pp2_rsv_AE_capture NP 4 ARGS --tp 2 --attn-dp 2 --pp 2 --policy rsv --pattern AE --layers 2 --tokens 3,4 --capture
   EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT reduce_scatterv at next input \\(deferred\\)")
 
-# Two-batch overlap (--microbatches 2): each microbatch on its own stream, stages interleaved on the
-# same stage runners, merged before the final norm / the pipeline send.
+# Two-batch overlap (--microbatches 2): each microbatch on its own stream and its own stage runners
+# (a runner's buffers serve one live stream), stages interleaved, merged before the final norm / the
+# pipeline send. The split comes after a dense FFN followed by a sparse one, else at the input.
 seam_add_sim_test(tp2_ar_AF_tbo NP 2 ARGS --tp 2 --policy ar --pattern AF --layers 2 --tokens 5 --microbatches 2
   EXPECT "ffn->attn \\[ORDINARY\\]: TP all_reduce at next input \\(deferred\\)")
 seam_add_sim_test(tp4_rs_AE_tbo_capture NP 4 ARGS --tp 4 --policy rs --pattern AE --layers 2 --tokens 9 --microbatches 2 --capture
   EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT all_reduce at next input \\(deferred\\)")
 seam_add_sim_test(tp2_pp2_rs+rsv_MMF_tbo_bf16 NP 4 ARGS --tp 2 --pp 2 --policy rs+rsv --pattern MMF --layers 2 --tokens 7 --microbatches 2 --dtype bf16
   EXPECT "# pipeline stage 1[^#]*attn->attn \\[ORDINARY\\]: ATTN_TP all_reduce at next input \\(deferred\\)")
+
+# ... under attention DP: each replica splits its own rows, each microbatch has its own per-replica
+# token counts, so its DP gathers, RS and RSv run over its own global buffer (an idle replica's
+# microbatches are idle too; MAX_LEN and SUM_LEN).
+seam_add_sim_test(tp4_dp2_rs+rsv_AF_tbo NP 4 ARGS --tp 4 --attn-dp 2 --policy rs+rsv --pattern AF --layers 2 --tokens 5,0 --microbatches 2
+  EXPECT "DP gather \\(partial, completes ATTN_TP\\).*# tbo: split before L0 A: layer input \\{ATTN_DP\\} -> keep; merge after L3 F")
+seam_add_sim_test(tp2_dp2_rsv_AE_tbo_sum NP 2 ARGS --tp 2 --attn-dp 2 --policy rsv --pattern AE --layers 2 --tokens 3,6 --padding sum --microbatches 2
+  EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT reduce_scatterv at next input \\(deferred\\).*# tbo: split before L0 A")
+seam_add_sim_test(tp4_dp2_pp2_rs_AE_tbo_capture_bf16 NP 8 ARGS --tp 4 --attn-dp 2 --pp 2 --policy rs --pattern AE --layers 2 --tokens 6,1 --microbatches 2 --capture --dtype bf16
+  EXPECT "# tbo: split before L0 A[^#]*# pipeline stage 1[^#]*# tbo: split before L2 A: layer input \\{ATTN_DP\\} -> keep")
+# ... with dense FFNs fully data-parallel (--dense-tp 1): inside the microbatches the FFNs run on
+# attention-TP slices; with a dense FFN before a sparse one, §3.5's TBO_SPLIT makes that FFN update
+# and gather back to attention rows at its exit (only because TBO is on), and the split comes right
+# after it (§3.6: attention rows, kept as they are); the dense layers before it run on the whole
+# batch, and a partition before the split runs whole.
+seam_add_sim_test(tp2_ar_AF_dense_dp_tbo NP 2 ARGS --tp 2 --dense-tp 1 --policy ar --pattern AF --layers 2 --tokens 5 --microbatches 2
+  EXPECT "ATTN_TP reduce_scatter onto slice.*# tbo: split before L0 A: layer input \\{\\} -> keep")
+seam_add_sim_test(tp2_ar_AFAE_dense_dp_tbo_split NP 2 ARGS --tp 2 --dense-tp 1 --policy ar --pattern AFAE --tokens 7 --microbatches 2
+  EXPECT "L1 F [^#]*ffn->attn \\[ORDINARY\\]: complete \\(no sum\\), update into residual slice, attention-TP gather at exit[^#]*# tbo: split before L2 A \\(after L1 F's TBO_SPLIT handoff\\): layer input \\{\\} -> keep")
+seam_add_sim_test(tp4_dp2_rs+rsv_AFAE_dense_dp_tbo_split NP 4 ARGS --tp 4 --attn-dp 2 --dense-tp 1 --policy rs+rsv --pattern AFAE --layers 2 --tokens 6,3 --microbatches 2
+  EXPECT "# tbo: split before L2 A \\(after L1 F's TBO_SPLIT handoff\\): layer input \\{ATTN_DP\\} -> keep; merge after L7 E")
+seam_add_sim_test(tp2_pp2_ar_AFAE_dense_dp_tbo_split NP 4 ARGS --tp 2 --pp 2 --dense-tp 1 --policy ar --pattern AFAE --tokens 5 --microbatches 2
+  EXPECT "# tbo: whole batch \\(the split is in a later partition\\)[^#]*# pipeline stage 1[^#]*# tbo: split before L2 A")
+# A pipeline cut right after an attention that follows a dense FFN on slices leaves the residual on
+# its attention-TP slice beside full-row hidden states: a token-range merge / split cannot cut that
+# (split_microbatches / merge_microbatches refuse it), so the simulator refuses it up front.
+add_test(NAME sim_rejects_tbo_dense_dp_cut_after_attention
+  COMMAND ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe --bind-to none -n 4 $<TARGET_FILE:seam_decoder_sim>
+          --hidden 32 --tp 2 --pp 2 --dense-tp 1 --policy ar --pattern AF --layers 3 --tokens 5 --microbatches 2)
+set_tests_properties(sim_rejects_tbo_dense_dp_cut_after_attention PROPERTIES TIMEOUT 60 LABELS mpi
+  PASS_REGULAR_EXPRESSION "the simulator merges attention rows only, and L2 A hands on \\{\\} with the residual on \\{ATTN_TP_SCATTER\\}")
+# ... on INPUT_SCATTERED batches: the split comes before the stack entry's TP sum, so each
+# microbatch's first attention reduce-scatters its own rows of the vocab-parallel partial.
+seam_add_sim_test(tp2_rs_AF_input_scattered_tbo NP 2 ARGS --tp 2 --input-scattered --policy rs --pattern AF --layers 2 --tokens 5 --microbatches 2
+  EXPECT "embed->attn \\[INPUT_SCATTERED\\] input: TP reduce_scatter onto slice.*# tbo: split before L0 A")
+seam_add_sim_test(tp4_rs+rsv_AE_input_scattered_tbo_bf16 NP 4 ARGS --tp 4 --input-scattered --policy rs+rsv --pattern AE --layers 2 --tokens 9 --microbatches 2 --dtype bf16
+  EXPECT "embed->attn \\[INPUT_SCATTERED\\] input: TP reduce_scatter onto slice.*# tbo: split before L0 A")
+seam_add_sim_test(tp2_pp2_ar_MMF_input_scattered_tbo NP 4 ARGS --tp 2 --pp 2 --input-scattered --policy ar --pattern MMF --layers 2 --tokens 5 --microbatches 2
+  EXPECT "# pipeline stage 1[^#]*# tbo: split before L3 M: layer input \\{\\} -> keep")
+# ... on context-parallel batches: each CP rank splits its own shard alike, so each microbatch is a
+# CP batch of equal shards with its own CP gathers, take-backs and reduce-scatters.
+seam_add_sim_test(tp4_cp2_rs_AF_tbo NP 4 ARGS --tp 4 --attn-cp 2 --policy rs --pattern AF --layers 2 --tokens 7 --microbatches 2
+  EXPECT "input CP gather.*CP take-back at exit.*# tbo: split before L0 A: layer input \\{ATTN_CP\\} -> keep")
+seam_add_sim_test(tp2_cp2_rs_AE_tbo NP 2 ARGS --tp 2 --attn-cp 2 --policy rs --pattern AE --layers 2 --tokens 5 --microbatches 2
+  EXPECT "MOE_OUTPUT sum completed by ATTN_CP reduce_scatter at exit.*# tbo: split before L0 A: layer input \\{ATTN_CP\\}.*ATTN_CP +reduce_scatter")
+seam_add_sim_test(tp4_cp2_rs_AF_tbo_capture NP 4 ARGS --tp 4 --attn-cp 2 --policy rs --pattern AF --layers 2 --tokens 9 --microbatches 2 --capture
+  EXPECT "# tbo: split before L0 A: layer input \\{ATTN_CP\\} -> keep")
+seam_add_sim_test(tp4_cp2_pp2_ar_MMF_tbo_bf16 NP 8 ARGS --tp 4 --attn-cp 2 --pp 2 --policy ar --pattern MMF --layers 2 --tokens 9 --microbatches 2 --dtype bf16
+  EXPECT "# pipeline stage 1[^#]*# tbo: split before L3 M: layer input \\{ATTN_CP\\} -> keep")

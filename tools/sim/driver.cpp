@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 #include "layouts/errors.h"
@@ -13,6 +14,7 @@
 #include "runtime/residual/add_norm.h"
 #include "runtime/residual/batch.h"
 #include "runtime/residual/microbatch.h"
+#include "tools/plan/pattern.h"
 #include "tools/sim/token_rows.h"
 
 namespace seam::sim {
@@ -70,8 +72,8 @@ const residual::StageRead& read_of(const boundary::StageDeclaration& d) {
 
 }  // namespace
 
-std::vector<std::unique_ptr<boundary::StageRunner>> bind_runners(SimStack& stack, ProcessGroups& groups) {
-  std::vector<std::unique_ptr<boundary::StageRunner>> runners;
+Runners bind_runners(SimStack& stack, ProcessGroups& groups) {
+  Runners runners;
   for (int64_t i = stack.begin(); i < stack.end(); ++i) {
     const boundary::StageBoundary& stage = stack.stage(i);
     runners.push_back(std::make_unique<boundary::StageRunner>(stage, groups, stack.norm(i), read_of(stage.declaration()),
@@ -82,35 +84,32 @@ std::vector<std::unique_ptr<boundary::StageRunner>> bind_runners(SimStack& stack
 
 namespace {
 
-// One microbatch's place in the stack: its batch, the value its next boundary takes, and the global
-// id of its first token (its batch facts count tokens from zero).
+// One microbatch's place in the stack (or the whole batch's): its batch, the value its next boundary
+// takes, the global token of each of its rows, and the stage runners that serve its stream.
 struct Lane {
   residual::ForwardBatch* batch;
   residual::LayerOutput h;
-  int64_t token_base = 0;
+  const ReplicaRows* rows;
+  Runners* runners;
 };
 
 // Runs stages on lanes; owns the storage each stage's output (and a self-gathered input) lives in
 // until the next boundary has consumed it — the whole forward.
 class StackRun {
  public:
-  StackRun(const Model& model, SimStack& stack, std::vector<std::unique_ptr<boundary::StageRunner>>& runners,
-           ProcessGroups& groups, bool capture, ForwardOutput& result)
-      : model_(model), stack_(stack), runners_(runners), groups_(groups), capture_(capture), result_(result) {}
+  StackRun(const Model& model, SimStack& stack, ProcessGroups& groups, bool capture, ForwardOutput& result)
+      : model_(model), stack_(stack), groups_(groups), capture_(capture), result_(result) {}
 
   const boundary::BoundPath& path(int64_t i, const Lane& lane) const {
     return stack_.stage(i).plan().path(lane.batch->facts.variant());
   }
   std::vector<int64_t> ids(const Lane& lane, Layout layout) const {
-    std::vector<int64_t> ids = token_ids(lane.batch->facts, layout, groups_.topology(), groups_.attn());
-    for (int64_t& id : ids)
-      if (id >= 0) id += lane.token_base;
-    return ids;
+    return token_ids(lane.batch->facts, *lane.rows, layout, groups_.topology(), groups_.attn());
   }
 
   /// prepare -> compute -> finish (PARTIAL attention) or exit scope -> compute -> finish.
   void stage(int64_t i, Lane& lane) {
-    boundary::StageRunner& runner = *runners_[static_cast<size_t>(i - stack_.begin())];
+    boundary::StageRunner& runner = *(*lane.runners)[static_cast<size_t>(i - stack_.begin())];
     residual::ForwardBatch& batch = *lane.batch;
     const boundary::ResolvedStage& resolved = path(i, lane).stage;
     // A capture may borrow storage the boundary reuses: keep a copy.
@@ -149,42 +148,108 @@ class StackRun {
 
   const Model& model_;
   SimStack& stack_;
-  std::vector<std::unique_ptr<boundary::StageRunner>>& runners_;
   ProcessGroups& groups_;
   bool capture_;
   ForwardOutput& result_;
   std::deque<residual::OwnedTensor> storage_;  ///< a deque: views stay valid as it grows
 };
 
-// The two microbatches of a batch: the first takes half the rows (a multiple of attn_tp), the second
-// the rest; each has its own batch facts, counting its tokens from zero.
+// The two microbatches of a batch (§4.5: split by token range). Each replica splits its own rows: the
+// first microbatch takes the first ceil(rows/2) rows rounded up to the row multiple (attn_tp x
+// attn_cp, as the batch's), the second the rest. On a CP batch every rank splits the shard it holds
+// alike, so each microbatch is again a CP batch of equal shards (its shard k = the first / last part
+// of the parent's shard k). A microbatch's facts count its real tokens per replica, with the
+// parent's padding mode and variant; `rows` names the parent's token in each of its rows.
 struct MicrobatchSplit {
   residual::ForwardBatch batches[2];
-  int64_t rows[2];
-  int64_t first_token[2];
+  ReplicaRows rows[2];
+  int64_t local_rows[2];  ///< this rank's rows of each at the split: its attention rows
 };
-void split_batch(const BatchFacts& facts, int attn_tp, MicrobatchSplit& split) {
-  const int64_t total_rows = facts.local_rows(), tokens = facts.tokens(0);
-  const int64_t first_rows = (total_rows / 2 + attn_tp - 1) / attn_tp * attn_tp;
-  const int64_t first_count = std::min(tokens, first_rows);
-  const int64_t counts[2] = {first_count, tokens - first_count};
-  for (int m = 0; m < 2; ++m)
-    split.batches[m].facts = BatchFacts::make(std::vector<int64_t>{counts[m]}, 0, attn_tp, facts.padding(), facts.variant());
-  split.rows[0] = first_rows;
-  split.rows[1] = total_rows - first_rows;
-  split.first_token[0] = 0;
-  split.first_token[1] = first_count;
+void split_batch(const BatchFacts& facts, const ReplicaRows& parent, const Topology& t, MicrobatchSplit& split) {
+  const int64_t multiple = static_cast<int64_t>(t.attn_tp) * t.attn_cp;
+  const int64_t cp = facts.variant() == BatchVariant::CONTEXT_PARALLEL ? t.attn_cp : 1;
+  std::vector<int64_t> tokens[2], rows[2];
+  for (int d = 0; d < facts.dp_size(); ++d) {
+    const int64_t total = facts.rows(d);
+    const int64_t first = ((total + 1) / 2 + multiple - 1) / multiple * multiple;
+    const int64_t part_rows[2] = {first, total - first};
+    const int64_t shard = total / cp;
+    for (int m = 0; m < 2; ++m) {
+      const int64_t part_shard = part_rows[m] / cp;
+      std::vector<int64_t> ids;
+      int64_t real = 0;
+      for (int64_t j = 0; j < part_rows[m]; ++j) {
+        const int64_t parent_row = j / part_shard * shard + (m == 1 ? first / cp : 0) + j % part_shard;
+        ids.push_back(parent[static_cast<size_t>(d)][static_cast<size_t>(parent_row)]);
+        if (ids.back() >= 0 && real++ != j) throw std::logic_error("a microbatch's padding precedes a token");
+      }
+      tokens[m].push_back(real);
+      rows[m].push_back(part_rows[m]);
+      split.rows[m].push_back(std::move(ids));
+    }
+  }
+  for (int m = 0; m < 2; ++m) {
+    split.batches[m].facts = BatchFacts::make(tokens[m], facts.dp_rank(), static_cast<int>(multiple), facts.padding(),
+                                              facts.variant());
+    for (int d = 0; d < facts.dp_size(); ++d)
+      if (split.batches[m].facts.rows(d) != rows[m][static_cast<size_t>(d)])
+        throw std::logic_error("a microbatch's facts pad its rows differently from the split");
+    split.local_rows[m] = rows[m][static_cast<size_t>(facts.dp_rank())] / cp;
+  }
 }
+
+std::string stage_label(const Model& model, int64_t i) { return "L" + std::to_string(i) + " " + model.kind(i); }
 
 }  // namespace
 
-ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::unique_ptr<boundary::StageRunner>>& runners,
-                          ProcessGroups& groups, boundary::rows::PipelineHandoff& handoff, residual::ForwardBatch& batch,
+TboSplit tbo_split(const Model& model, SimStack& stack, const Topology& topology, BatchVariant variant) {
+  const std::vector<boundary::StageDeclaration> decls = plan::declare_pattern(model.config().stages);
+  int64_t first = 0;
+  std::string after;
+  for (size_t i = 0; i < decls.size(); ++i)
+    if (decls[i].exit_rows() == boundary::HandoffRows::TBO_SPLIT) {
+      first = static_cast<int64_t>(i) + 1;
+      after = " (after " + stage_label(model, first - 1) + "'s TBO_SPLIT handoff)";
+      break;
+    }
+  TboSplit split;
+  split.stage = std::max(first, stack.begin());
+  if (split.stage >= stack.end()) {
+    split.description = "tbo: whole batch (the split is in a later partition)";
+    return split;
+  }
+  if (split.stage > first) after = "";  // the split falls before this partition: its input splits
+  const boundary::RowLayouts rows = boundary::row_layouts(topology, variant);
+  const boundary::EdgeDecl& in = stack.stage(split.stage).plan().path(variant).incoming;
+  split.move = boundary::tbo_split_move(topology, variant, in.produced.layout);
+  const std::string label = stage_label(model, split.stage);
+  if (split.move != boundary::TboSplitMove::KEEP || in.residual != rows.attention)
+    throw NotSupportedError("--microbatches 2: the simulator splits attention rows only, and " + label + "'s input is " +
+                            describe(in));
+  const int64_t last = stack.end() - 1;
+  const boundary::BoundPath& out = stack.stage(last).plan().path(variant);
+  const bool written = out.output_move.kind == boundary::OutputMoveKind::UPDATE_THEN_ATTN_TP_GATHER ||
+                       (out.output_move.kind == boundary::OutputMoveKind::OUTPUT_ON_RESIDUAL_SHARD &&
+                        out.output_move.gathers_back);
+  if (out.stage.handed_on != rows.attention || (!written && out.stage.residual != rows.attention))
+    throw NotSupportedError("--microbatches 2: the simulator merges attention rows only, and " +
+                            stage_label(model, last) + " hands on " + out.stage.handed_on.to_string() +
+                            " with the residual on " + out.stage.residual.to_string());
+  split.description = "tbo: split before " + label + after + ": layer input " + in.produced.layout.to_string() +
+                      " -> keep; merge after " + stage_label(model, last);
+  return split;
+}
+
+ForwardOutput run_forward(const Model& model, SimStack& stack, std::span<Runners> runners, ProcessGroups& groups,
+                          boundary::rows::PipelineHandoff& handoff, residual::ForwardBatch& batch,
                           const ForwardOptions& options) {
   const Topology& topology = groups.topology();
+  if (static_cast<int>(runners.size()) != options.microbatches)
+    throw ValueError("run_forward needs one set of stage runners per microbatch");
   ForwardOutput result;
-  StackRun run(model, stack, runners, groups, options.capture, result);
-  Lane whole{&batch, {}, 0};
+  StackRun run(model, stack, groups, options.capture, result);
+  const ReplicaRows whole_rows = replica_rows(batch.facts);
+  Lane whole{&batch, {}, &whole_rows, &runners[0]};
 
   residual::OwnedTensor input;  // the embeddings, on the partition that starts the stack
   if (stack.begin() == 0) {
@@ -192,25 +257,28 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::
     residual::start(batch);
     whole.h = residual::LayerOutput(input.view);
   } else {
-    whole.h = runners.front()->from_pp(handoff.receive(), batch, residual::add_update());
+    whole.h = runners[0].front()->from_pp(handoff.receive(), batch, residual::add_update());
   }
 
-  // Two-batch overlap (§4.5): each microbatch on its own stream, stages interleaved, merged at the end.
+  // Two-batch overlap (§4.5): the stages before the split on the whole batch, then each microbatch
+  // on its own stream and its own runners, stages interleaved, merged at the end.
+  const int64_t split_at =
+      options.microbatches == 1 ? stack.end() : tbo_split(model, stack, topology, batch.facts.variant()).stage;
+  for (int64_t i = stack.begin(); i < split_at; ++i) run.stage(i, whole);
   residual::OwnedTensor merged_hidden, merged_residual;
-  if (options.microbatches == 1) {
-    for (int64_t i = stack.begin(); i < stack.end(); ++i) run.stage(i, whole);
-  } else {
+  if (split_at < stack.end()) {
     MicrobatchSplit split;
-    split_batch(batch.facts, topology.attn_tp, split);
+    split_batch(batch.facts, whole_rows, topology, split);
     residual::ForwardBatch* child_ptrs[2] = {&split.batches[0], &split.batches[1]};
     residual::LayerOutput outputs[2];
-    residual::split_microbatches(batch, whole.h, split.rows, child_ptrs, outputs);
-    Lane lanes[2] = {{child_ptrs[0], std::move(outputs[0]), split.first_token[0]},
-                     {child_ptrs[1], std::move(outputs[1]), split.first_token[1]}};
-    for (int64_t i = stack.begin(); i < stack.end(); ++i)
+    residual::split_microbatches(batch, whole.h, split.local_rows, child_ptrs, outputs);
+    Lane lanes[2] = {{child_ptrs[0], std::move(outputs[0]), &split.rows[0], &runners[0]},
+                     {child_ptrs[1], std::move(outputs[1]), &split.rows[1], &runners[1]}};
+    for (int64_t i = split_at; i < stack.end(); ++i)
       for (Lane& lane : lanes) run.stage(i, lane);
-    merged_hidden = residual::OwnedTensor::zeros(model.config().dtype, batch.facts.local_rows(), model.config().hidden);
-    merged_residual = residual::OwnedTensor::zeros(model.config().dtype, batch.facts.local_rows(), model.config().hidden);
+    const int64_t rows = split.local_rows[0] + split.local_rows[1];
+    merged_hidden = residual::OwnedTensor::zeros(model.config().dtype, rows, model.config().hidden);
+    merged_residual = residual::OwnedTensor::zeros(model.config().dtype, rows, model.config().hidden);
     const residual::LayerOutput last[2] = {std::move(lanes[0].h), std::move(lanes[1].h)};
     whole.h = residual::merge_microbatches(batch, child_ptrs, last, merged_hidden.view, merged_residual.view);
   }

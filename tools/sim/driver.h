@@ -7,11 +7,14 @@
 #pragma once
 
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "runtime/boundary/rows/pp_handoff.h"
 #include "runtime/boundary/rows/process_groups.h"
 #include "runtime/boundary/runner.h"
+#include "runtime/boundary/tbo.h"
 #include "runtime/residual/forward_batch.h"
 #include "runtime/residual/owned_tensor.h"
 #include "tools/sim/model.h"
@@ -35,17 +38,36 @@ struct ForwardOutput {
   residual::OwnedTensor residual;  ///< the residual the final norm read
 };
 
+/// One StageRunner per stage of the partition. A runner's buffers hold the values it hands on for
+/// one live stream at a time, so interleaved microbatches need a set each (the plan is shared).
+using Runners = std::vector<std::unique_ptr<boundary::StageRunner>>;
+
 /// Binds every stage of the partition to this rank's groups, its norm and the plain residual
 /// operations (ADD; NORM_READ or NORM_QUANT_READ as declared).
-std::vector<std::unique_ptr<boundary::StageRunner>> bind_runners(SimStack& stack, boundary::rows::ProcessGroups& groups);
+Runners bind_runners(SimStack& stack, boundary::rows::ProcessGroups& groups);
+
+/// Where two-batch overlap splits this partition. The microbatches start at `stage` (global index):
+/// after the first FFN whose handoff rows are TBO_SPLIT (a dense FFN before a sparse one — the dense
+/// layers before it run on the whole batch, as an engine runs its first dense layers outside TBO),
+/// else at the partition's input; stack.end() when the split lies in a later partition. `move` is
+/// §3.6's split move for that stage's input rows; the microbatches merge after the partition's last
+/// stage. NotSupportedError where the input or the merged output is not on attention rows with its
+/// residual beside it (the simulator splits and merges attention rows only).
+struct TboSplit {
+  int64_t stage = 0;
+  boundary::TboSplitMove move = boundary::TboSplitMove::KEEP;
+  std::string description;  ///< "tbo: split before L2 A: layer input {ATTN_DP} -> keep; merge after L3 E"
+};
+TboSplit tbo_split(const Model& model, SimStack& stack, const Topology& topology, BatchVariant variant);
 
 struct ForwardOptions {
   bool capture = false;  ///< every attention stage's prepare also captures its updated residual (§4.4)
-  int microbatches = 1;  ///< 2: two-batch overlap — split after the partition's input, interleave, merge
+  int microbatches = 1;  ///< 2: two-batch overlap — split at tbo_split(), interleave, merge
 };
 
-/// Runs the partition on the batch `batch.facts` describes (this replica's embeddings as input).
-ForwardOutput run_forward(const Model& model, SimStack& stack, std::vector<std::unique_ptr<boundary::StageRunner>>& runners,
+/// Runs the partition on the batch `batch.facts` describes (this replica's embeddings as input), with
+/// one set of runners per microbatch (the whole batch, before the split, uses the first).
+ForwardOutput run_forward(const Model& model, SimStack& stack, std::span<Runners> runners,
                           boundary::rows::ProcessGroups& groups, boundary::rows::PipelineHandoff& handoff,
                           residual::ForwardBatch& batch, const ForwardOptions& options = {});
 

@@ -37,6 +37,9 @@ Topology topology_of(const SimArgs& a) {
   t.moe_dense_tp = a.dense_tp;
   t.attn_tp_input_scattered = a.input_scattered;
   t.enable_prefill_cp = t.cp_over_attn_cp = a.attn_cp > 1;
+  // Two-batch overlap is part of the plan: a dense FFN before the split hands on attention rows
+  // under fully data-parallel dense FFNs (TBO_SPLIT, §3.5).
+  t.two_batch_overlap = a.microbatches == 2;
   t.validate();
   return t;
 }
@@ -60,12 +63,18 @@ ModelConfig model_of(const SimArgs& a) {
   return m;
 }
 
-// Every pipeline stage's plan, as its ranks bind it.
+BatchVariant variant_of(const SimArgs& a) {
+  return select_batch_variant({.input_scattered = a.input_scattered, .shards_over_cp = a.attn_cp > 1});
+}
+
+// Every pipeline stage's plan, as its ranks bind it, and where two-batch overlap splits it.
 void print_plan(const Model& model, const boundary::PlanContext& ctx, const SimArgs& a) {
   for (int r = 0; r < a.pp; ++r) {
     SimStack stack(model, ctx, a.pp, r, nullptr);
     if (a.pp > 1) std::printf("# pipeline stage %d\n", r);
     for (const std::string& line : stack.describe()) std::printf("%s\n", line.c_str());
+    if (a.microbatches == 2)
+      std::printf("# %s\n", tbo_split(model, stack, ctx.topology, variant_of(a)).description.c_str());
   }
 }
 
@@ -162,8 +171,7 @@ int run(int argc, char** argv) {
     for (int64_t t : args.tokens) std::printf(" %lld", static_cast<long long>(t));
     std::printf("  padding %s  %s batch  microbatches %d  dtype %s  hidden %lld  fusion %s  capture %s\n",
                 args.padding_mode() == PaddingMode::MAX_LEN ? "MAX_LEN" : "SUM_LEN",
-                std::string(batch_variant_name(select_batch_variant(
-                    {.input_scattered = args.input_scattered, .shards_over_cp = args.attn_cp > 1}))).c_str(),
+                std::string(batch_variant_name(variant_of(args))).c_str(),
                 args.microbatches,
                 args.dtype == DType::bf16 ? "bf16" : "fp32", static_cast<long long>(args.hidden), args.fusion ? "host" : "off",
                 args.capture ? "on" : "off");
@@ -175,11 +183,12 @@ int run(int argc, char** argv) {
   SimStack stack(model, ctx, args.pp, groups.pp_rank(), fusion);
   boundary::rows::PipelineHandoff handoff(groups);
   residual::ForwardBatch batch;
-  const BatchVariant variant =
-      select_batch_variant({.input_scattered = args.input_scattered, .shards_over_cp = args.attn_cp > 1});
+  const BatchVariant variant = variant_of(args);
   batch.facts = BatchFacts::make(args.tokens, groups.attn().dp, ctx.topology.attn_tp * ctx.topology.attn_cp,
                                  args.padding_mode(), variant);
-  auto runners = bind_runners(stack, groups);
+  // A set of stage runners per microbatch: a runner's buffers serve one live stream at a time.
+  std::vector<Runners> runners;
+  for (int m = 0; m < args.microbatches; ++m) runners.push_back(bind_runners(stack, groups));
   const ForwardOutput out =
       run_forward(model, stack, runners, groups, handoff, batch, {.capture = args.capture, .microbatches = args.microbatches});
 

@@ -27,7 +27,7 @@ struct SimArgs {
   int64_t hidden = 64;
   uint64_t seed = 1;
   bool input_scattered = false;        ///< attention input on attention-TP slices (INPUT_SCATTERED batches)
-  int microbatches = 1;                ///< 2: two-batch overlap (no attention DP / CP, dense TP, ordinary batches)
+  int microbatches = 1;                ///< 2: two-batch overlap (each microbatch on its own stream and runners)
   bool capture = false;                ///< every attention prepare captures its updated residual (checked too)
   bool fusion = true;                  ///< offer Seam's host fused all-reduce + add + RMSNorm candidate
   bool quiet = false;                  ///< print only the verdict

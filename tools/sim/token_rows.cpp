@@ -1,5 +1,7 @@
 #include "tools/sim/token_rows.h"
 
+#include <stdexcept>
+
 namespace seam::sim {
 
 int64_t first_token(const BatchFacts& facts, int dp) {
@@ -8,11 +10,22 @@ int64_t first_token(const BatchFacts& facts, int dp) {
   return first;
 }
 
-std::vector<int64_t> token_ids(const BatchFacts& facts, Layout layout, const Topology& topology,
-                               const Topology::AttnCoords& at) {
+ReplicaRows replica_rows(const BatchFacts& facts) {
+  ReplicaRows rows(static_cast<size_t>(facts.dp_size()));
+  for (int dp = 0; dp < facts.dp_size(); ++dp)
+    for (int64_t i = 0; i < facts.rows(dp); ++i)
+      rows[static_cast<size_t>(dp)].push_back(i < facts.tokens(dp) ? first_token(facts, dp) + i : -1);
+  return rows;
+}
+
+std::vector<int64_t> token_ids(const BatchFacts& facts, const ReplicaRows& rows, Layout layout,
+                               const Topology& topology, const Topology::AttnCoords& at) {
+  if (static_cast<int>(rows.size()) != facts.dp_size()) throw std::logic_error("token rows for another batch's replicas");
   std::vector<int64_t> ids;
   auto append_replica = [&](int dp) {
-    for (int64_t i = 0; i < facts.rows(dp); ++i) ids.push_back(i < facts.tokens(dp) ? first_token(facts, dp) + i : -1);
+    const std::vector<int64_t>& r = rows[static_cast<size_t>(dp)];
+    if (static_cast<int64_t>(r.size()) != facts.rows(dp)) throw std::logic_error("token rows for another batch's rows");
+    ids.insert(ids.end(), r.begin(), r.end());
   };
   if (layout.has(TokenAxis::ATTN_DP) || facts.dp_size() == 1) {
     append_replica(facts.dp_rank());
@@ -26,6 +39,11 @@ std::vector<int64_t> token_ids(const BatchFacts& facts, Layout layout, const Top
   if (layout.has(TokenAxis::ATTN_CP)) keep_part(at.cp, topology.attn_cp);
   if (layout.has(TokenAxis::ATTN_TP_SCATTER)) keep_part(at.tp, topology.attn_tp);
   return ids;
+}
+
+std::vector<int64_t> token_ids(const BatchFacts& facts, Layout layout, const Topology& topology,
+                               const Topology::AttnCoords& at) {
+  return token_ids(facts, replica_rows(facts), layout, topology, at);
 }
 
 }  // namespace seam::sim

@@ -1,7 +1,9 @@
 // Which global token each row of a stage's rows holds, from the batch facts and the rows' layout —
-// what an engine's batch metadata says. Replica d's real tokens are the global tokens
-// [first(d), first(d) + tokens(d)); padding rows (after them) hold no token (-1). A replica's
-// rows split into equal contiguous CP shards (ATTN_CP), then attention-TP slices (ATTN_TP_SCATTER).
+// what an engine's batch metadata says. A batch's ReplicaRows name the token of every padded row of
+// every attention-DP replica: for a whole batch, replica d's real tokens are the global tokens
+// [first(d), first(d) + tokens(d)) and its padding rows (after them) hold no token (-1); a
+// two-batch-overlap microbatch holds the parent's rows its split gave it. A replica's rows split
+// into equal contiguous CP shards (ATTN_CP), then attention-TP slices (ATTN_TP_SCATTER).
 #pragma once
 
 #include <cstdint>
@@ -13,10 +15,18 @@
 
 namespace seam::sim {
 
+/// The global token of each padded row of each replica ([dp][row]; -1: padding).
+using ReplicaRows = std::vector<std::vector<int64_t>>;
+
 /// The global id of replica `dp`'s first token.
 int64_t first_token(const BatchFacts& facts, int dp);
+/// A whole batch's rows: replica d's real tokens first, numbered from first_token(d), then padding.
+ReplicaRows replica_rows(const BatchFacts& facts);
 /// Token ids of rows laid out as `layout` on the rank at `at`: its replica's rows (ATTN_DP) or the
 /// global DP buffer, cut to its CP shard (ATTN_CP) and its attention-TP slice (ATTN_TP_SCATTER).
+std::vector<int64_t> token_ids(const BatchFacts& facts, const ReplicaRows& rows, Layout layout,
+                               const Topology& topology, const Topology::AttnCoords& at);
+/// The same for a whole batch (replica_rows(facts)).
 std::vector<int64_t> token_ids(const BatchFacts& facts, Layout layout, const Topology& topology,
                                const Topology::AttnCoords& at);
 
