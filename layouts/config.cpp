@@ -40,6 +40,7 @@ Config Config::from_env() {
   c.timeout_ms = env_int("SEAM_TIMEOUT_MS", c.timeout_ms);
   if (c.timeout_ms <= 0) throw ValueError("SEAM_TIMEOUT_MS must be positive");
   c.spin_us = env_int("SEAM_SPIN_US", c.spin_us);
+  if (c.spin_us < 0) throw ValueError("SEAM_SPIN_US must be 0 or more");
   c.algorithm = env_string("SEAM_ALGO", c.algorithm);
   c.small_msg_bytes = static_cast<size_t>(env_int("SEAM_SMALL_MSG_BYTES", 0));
   c.chunk_bytes = static_cast<size_t>(env_int("SEAM_CHUNK_BYTES", 0));

@@ -112,6 +112,7 @@ uint64_t hash_ranks(std::span<const int> ranks) {
 
 std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op, uint32_t signature) {
   engine->check_usable();
+  engine->check_sequence_room(ctx, seq);
   const uint32_t s = seq++;
   return seam::detail::make_pooled<WorkState>(
       engine, op, ctx, s, rank, static_cast<int>(members->size()),

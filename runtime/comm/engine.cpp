@@ -194,6 +194,23 @@ bool Engine::called_otherwise(WorkState& w, int peer) {
   return true;
 }
 
+void Engine::check_sequence_room(uint32_t ctx, uint32_t next_seq) const {
+  if (outstanding_.size() < tags::kSeqMask) return;  // fewer calls in flight than numbers
+  for (const auto& o : outstanding_) {
+    if (o->status != WorkState::Status::pending || o->ctx != ctx || !o->task.valid() ||
+        (o->group.tag_base() >> 32 & 3) != tags::collective)
+      continue;
+    // The oldest outstanding collective of this communicator.
+    if (next_seq - o->seq >= tags::kSeqMask)
+      throw UsageError("seam: " + std::to_string(tags::kSeqMask) +
+                       " collectives of communicator " + std::to_string(ctx) +
+                       " are outstanding, the oldest operation #" + std::to_string(o->seq) +
+                       ": wait for it before issuing more (calls are told apart by a " +
+                       std::to_string(tags::kSeqBits) + "-bit sequence number)");
+    return;
+  }
+}
+
 void Engine::poll() {
   if (aborted()) return;
   transport_->progress();

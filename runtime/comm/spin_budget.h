@@ -3,10 +3,11 @@
 // resume, so a rank that slept while its peers were only a few microseconds late came back
 // late itself, its peers outwaited their spin and slept in turn, and 1 KiB collectives settled
 // at 150-250 us instead of 5 (8 ranks, every rank one core). So the budget starts at
-// SEAM_SPIN_US and doubles after each sleep that ended sooner than kMaxSpin (spinning would
-// have been cheaper), up to kMaxSpin; a longer sleep (the peers were really busy) halves it
-// back toward the setting. SEAM_SPIN_US=0 never spins. The part beyond the setting yields the
-// core at every turn (Engine::drive), so ranks that share cores do not hold them.
+// SEAM_SPIN_US and doubles after each wait that slept but lasted no longer than kMaxSpin in
+// all (a longer spin would have covered it), up to kMaxSpin; a wait that lasted longer (the
+// peers were really busy: spinning could not have covered it) halves it back toward the
+// setting. SEAM_SPIN_US=0 never spins. The part beyond the setting yields the core at every
+// turn (Engine::drive), so ranks that share cores do not hold them.
 #pragma once
 
 #include <algorithm>
@@ -24,12 +25,13 @@ class SpinBudget {
   std::chrono::microseconds current() const { return current_; }
   /// SEAM_SPIN_US: the part of the spin that polls without yielding the core.
   std::chrono::microseconds setting() const { return setting_; }
-  /// After a wait that slept: `slept` from the first sleep to the wait's end.
+  /// After a wait that slept: `slept` from the first sleep to the wait's end (the wait lasted
+  /// the spin and that).
   void after_sleep(std::chrono::nanoseconds slept) {
     if (setting_.count() == 0) return;
     const auto ceiling = std::max(setting_, kMaxSpin);
-    current_ = slept < kMaxSpin ? std::min(current_ * 2, ceiling)
-                                : std::max(setting_, current_ / 2);
+    current_ = current_ + slept <= kMaxSpin ? std::min(current_ * 2, ceiling)
+                                            : std::max(setting_, current_ / 2);
   }
 
  private:

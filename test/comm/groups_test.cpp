@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm_check.h"
+#include "layouts/errors.h"
 #include "runtime/comm/communicator.h"
 
 using seam::DType;
@@ -119,6 +120,33 @@ int main() {
     for (size_t i = 0; i < x.size(); ++i) {
       COMM_CHECK(rx[i] == n * (n + 1) / 2, "world, twin in flight: %d", rx[i]);
       COMM_CHECK(ry[i] == n * (n - 1), "twin, world in flight: %d", ry[i]);
+    }
+    // Rank 0 issues collectives while its peers hold back: the one that would share its 12-bit
+    // sequence number with the oldest still outstanding is refused; the others then complete.
+    if (n > 1) {
+      world->barrier().wait();
+      std::vector<int32_t> ones(4095, 1), sums(4095);
+      std::vector<Work> issued;
+      if (me == 0) {
+        for (size_t i = 0; i < ones.size(); ++i)
+          issued.push_back(world->all_reduce(&ones[i], &sums[i], 1, DType::i32, ReduceOp::sum));
+        bool refused = false;
+        try {
+          world->all_reduce(&ones[0], &sums[0], 1, DType::i32, ReduceOp::sum);
+        } catch (const seam::UsageError&) {
+          refused = true;
+        }
+        COMM_CHECK(refused, "a 4096th outstanding collective was accepted");
+        world->send(&me, sizeof me, 1, 77).wait();  // now the peers may call
+      } else if (me == 1) {
+        int token = 0;
+        world->recv(&token, sizeof token, 0, 77).wait();
+      }
+      if (me != 0)
+        for (size_t i = 0; i < ones.size(); ++i)
+          issued.push_back(world->all_reduce(&ones[i], &sums[i], 1, DType::i32, ReduceOp::sum));
+      for (auto& w : issued) w.wait();
+      for (int32_t s : sums) COMM_CHECK(s == n, "outstanding collectives: sum %d", s);
     }
     world->barrier().wait();
     if (me == 0) std::printf("groups test passed on %d ranks (%s)\n", n, world->transport_name().c_str());

@@ -9,20 +9,25 @@ namespace seam::test {
 using namespace std::chrono_literals;
 using comm::SpinBudget;
 
-TEST_CASE("a sleep that ended sooner than the longest spin doubles the spin, up to 1 ms") {
+TEST_CASE("a wait that slept but lasted no longer than the longest spin doubles the spin, up to 1 ms") {
   SpinBudget spin(50us);
   CHECK(spin.current() == 50us);
-  spin.after_sleep(200us);
+  spin.after_sleep(150us);  // 200 us in all: a 100 us spin would have covered it
   CHECK(spin.current() == 100us);
-  for (int i = 0; i < 10; ++i) spin.after_sleep(200us);
+  for (int i = 0; i < 3; ++i) spin.after_sleep(10us);
+  CHECK(spin.current() == 800us);
+  spin.after_sleep(200us);  // exactly the longest spin
   CHECK(spin.current() == SpinBudget::kMaxSpin);
 }
 
-TEST_CASE("a long sleep halves the spin back toward the setting") {
+TEST_CASE("a wait longer than the longest spin halves the spin back toward the setting") {
   SpinBudget spin(50us);
-  for (int i = 0; i < 10; ++i) spin.after_sleep(10us);
-  spin.after_sleep(5ms);
+  for (int i = 0; i < 5; ++i) spin.after_sleep(10us);
+  REQUIRE(spin.current() == SpinBudget::kMaxSpin);
+  spin.after_sleep(10us);  // slept even after spinning 1 ms
   CHECK(spin.current() == 500us);
+  spin.after_sleep(600us);  // 1.1 ms in all: no spin up to 1 ms would have covered it
+  CHECK(spin.current() == 250us);
   for (int i = 0; i < 10; ++i) spin.after_sleep(5ms);
   CHECK(spin.current() == 50us);
 }
