@@ -101,6 +101,9 @@ class Engine {
   void poll();
   /// Throws CommError when an earlier failure aborted the engine.
   void check_usable() const;
+  /// Throws UsageError when communicator `ctx`'s collective `next_seq` would share its 12-bit
+  /// sequence number with one still outstanding (their messages could not be told apart).
+  void check_sequence_room(uint32_t ctx, uint32_t next_seq) const;
   bool aborted() const { return !abort_reason_.empty(); }
 
   uint32_t next_context() const { return next_ctx_; }
@@ -117,11 +120,6 @@ class Engine {
   /// Fails `w` with a MismatchError (and aborts) when `peer`, which it waits for, sent a message
   /// of the same call under another signature.
   bool called_otherwise(WorkState& w, int peer);
- public:
-  /// Throws UsageError when communicator `ctx`'s collective `next_seq` would share its 12-bit
-  /// sequence number with one still outstanding (their messages could not be told apart).
-  void check_sequence_room(uint32_t ctx, uint32_t next_seq) const;
- private:
 
   std::shared_ptr<transport::Transport> transport_;
   Config config_;
