@@ -18,6 +18,7 @@
 #include "runtime/collectives/receive.h"
 #include "transports/shm/kernel_copy_speed.h"
 #include "transports/shm/process_memory.h"
+#include "transports/shm/shared_host_memory.h"
 
 namespace seam::collectives {
 namespace {
@@ -248,8 +249,13 @@ pid_t ShmRegion::pid_of(int rank) const {
   return static_cast<pid_t>(flags(rank)->pid.load(std::memory_order_relaxed));
 }
 
+uint64_t ShmRegion::host_token_of(int rank) const {
+  return flags(rank)->host_token.load(std::memory_order_relaxed);
+}
+
 void ShmRegion::introduce(int rank) {
   flags(rank)->pid.store(getpid(), std::memory_order_relaxed);
+  flags(rank)->host_token.store(shm::process_token(), std::memory_order_relaxed);
   flags(rank)->probe.store(reinterpret_cast<uint64_t>(&kProbeWord), std::memory_order_release);
 }
 

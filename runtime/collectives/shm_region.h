@@ -72,6 +72,8 @@ class ShmRegion {
   uint64_t word_of(int rank, uint64_t round, int which) const;
   /// Rank r's process id (for single-copy reads and shared host memory).
   pid_t pid_of(int rank) const;
+  /// Rank r's shm::process_token() (shared host memory).
+  uint64_t host_token_of(int rank) const;
 
   /// Records this process's pid for single-copy reads (set-up, before any round).
   void introduce(int rank);
@@ -135,6 +137,7 @@ class ShmRegion {
     std::atomic<int64_t> pid;
     std::atomic<int64_t> waiting_since;  // steady-clock ns of the rank's last publication
     std::atomic<uint64_t> probe;  // address of a known word in the process
+    std::atomic<uint64_t> host_token;  // shm::process_token()
   };
   Flags* flags(int rank) const;
   Key key_;

@@ -21,8 +21,8 @@ std::vector<T*> peer_buffers(const ShmRegion& region, uint64_t round, int which,
   std::vector<T*> buffers(region.ranks());
   for (int p = 0; p < region.ranks(); ++p)
     buffers[p] = p == me ? own
-                         : static_cast<T*>(shm::map_shared_handle(region.pid_of(p),
-                                                                  region.word_of(p, round, which)));
+                         : static_cast<T*>(shm::map_shared_handle(
+                               region.pid_of(p), region.host_token_of(p), region.word_of(p, round, which)));
   return buffers;
 }
 

@@ -34,7 +34,7 @@ TEST_CASE("mapping a handle reaches the same bytes at the offset it names") {
   std::memset(base, 0, 64 * 1024);
   const uint64_t handle = shm::shared_handle_of(base + 1000, 100);
   REQUIRE(handle != 0);
-  char* mapped = static_cast<char*>(shm::map_shared_handle(getpid(), handle));
+  char* mapped = static_cast<char*>(shm::map_shared_handle(getpid(), shm::process_token(), handle));
   CHECK(mapped != base + 1000);  // a second mapping, as a peer process gets
   base[1000] = 42;
   CHECK(mapped[0] == 42);
@@ -45,7 +45,11 @@ TEST_CASE("mapping a handle reaches the same bytes at the offset it names") {
 TEST_CASE("a handle of a process that has no such allocation fails with a CommError") {
   auto block = SharedHostMemory::allocate(4096);
   const uint64_t handle = shm::shared_handle_of(block->data(), 16);
-  CHECK_THROWS_AS(shm::map_shared_handle(getpid() + 1000000, handle), seam::CommError);
+  CHECK_THROWS_AS(shm::map_shared_handle(getpid() + 1000000, shm::process_token(), handle),
+                  seam::CommError);
+  // An earlier process with this pid (another token) has no such block either.
+  CHECK_THROWS_AS(shm::map_shared_handle(getpid(), shm::process_token() + 1, handle),
+                  seam::CommError);
 }
 
 TEST_CASE("a freed block is unmapped when the peer maps a new one") {
@@ -53,11 +57,11 @@ TEST_CASE("a freed block is unmapped when the peer maps a new one") {
   CHECK(first->size() == 5000);
   const size_t before = shm::mapped_peer_blocks();
   // This process plays the peer: it maps its own blocks by pid, as a peer would.
-  shm::map_shared_handle(getpid(), shm::shared_handle_of(first->data(), 5000));
+  shm::map_shared_handle(getpid(), shm::process_token(), shm::shared_handle_of(first->data(), 5000));
   CHECK(shm::mapped_peer_blocks() == before + 1);
   first.reset();
   auto second = SharedHostMemory::allocate(4096);
-  shm::map_shared_handle(getpid(), shm::shared_handle_of(second->data(), 4096));
+  shm::map_shared_handle(getpid(), shm::process_token(), shm::shared_handle_of(second->data(), 4096));
   CHECK(shm::mapped_peer_blocks() == before + 1);
 }
 

@@ -4,9 +4,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <map>
 #include <mutex>
+#include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "layouts/errors.h"
@@ -32,8 +35,13 @@ std::atomic<uint32_t>& freed_flag(const shm::SharedSegment& segment) {
                                                    segment.size() - kTrailerBytes);
 }
 
-std::string segment_name(pid_t pid, uint64_t id) {
-  return "/seam-" + std::to_string(pid) + "-host-" + std::to_string(id);
+// The token tells this process's blocks from those of an earlier process with the same pid,
+// or of one in another pid namespace that shares /dev/shm.
+std::string segment_name(pid_t pid, uint64_t token, uint64_t id) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "/seam-%d-%016llx-host-%llu", static_cast<int>(pid),
+                static_cast<unsigned long long>(token), static_cast<unsigned long long>(id));
+  return buf;
 }
 
 /// This process's live allocations (base address → number, size) and the peers' allocations
@@ -41,7 +49,7 @@ std::string segment_name(pid_t pid, uint64_t id) {
 struct Registry {
   std::mutex mutex;
   std::map<uintptr_t, std::pair<uint64_t, size_t>> own;
-  std::map<std::pair<pid_t, uint64_t>, std::unique_ptr<shm::SharedSegment>> peers;
+  std::map<std::tuple<pid_t, uint64_t, uint64_t>, std::unique_ptr<shm::SharedSegment>> peers;
   std::atomic<uint64_t> next_id{0};
   // How many `own` holds: every collective call asks, most processes have none.
   std::atomic<size_t> live{0};
@@ -58,8 +66,7 @@ std::unique_ptr<SharedHostMemory> SharedHostMemory::allocate(size_t bytes) {
   if (bytes == 0) throw ValueError("SharedHostMemory::allocate: size must be positive");
   if (bytes > kOffsetMask) throw ValueError("SharedHostMemory::allocate: at most 1 TiB per block");
   const uint64_t id = registry().next_id++;
-  const std::string name = segment_name(getpid(), id);
-  shm_unlink(name.c_str());  // a segment left by a dead process that had this pid
+  const std::string name = segment_name(getpid(), shm::process_token(), id);
   auto segment = shm::SharedSegment::create(name, padded(bytes) + kTrailerBytes);
   std::lock_guard lock(registry().mutex);
   registry().own[reinterpret_cast<uintptr_t>(segment->data())] = {id, bytes};
@@ -96,10 +103,18 @@ uint64_t shared_handle_of(const void* data, size_t bytes) {
   return (id + 1) << kOffsetBits | offset;
 }
 
-void* map_shared_handle(pid_t pid, uint64_t handle) {
+uint64_t process_token() {
+  static const uint64_t token = [] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }();
+  return token;
+}
+
+void* map_shared_handle(pid_t pid, uint64_t token, uint64_t handle) {
   const uint64_t id = (handle >> kOffsetBits) - 1;
   std::lock_guard lock(registry().mutex);
-  auto it = registry().peers.find({pid, id});
+  auto it = registry().peers.find({pid, token, id});
   if (it == registry().peers.end()) {
     // A new block (often the replacement of a freed one): first unmap the blocks their owners
     // freed, which no collective uses any more (a call's buffers outlive it). Only here, so
@@ -107,7 +122,9 @@ void* map_shared_handle(pid_t pid, uint64_t handle) {
     std::erase_if(registry().peers, [](const auto& entry) {
       return freed_flag(*entry.second).load(std::memory_order_acquire) != 0;
     });
-    it = registry().peers.emplace(std::pair{pid, id}, SharedSegment::open(segment_name(pid, id), 0)).first;
+    it = registry()
+             .peers.emplace(std::tuple{pid, token, id}, SharedSegment::open(segment_name(pid, token, id), 0))
+             .first;
   }
   return static_cast<char*>(it->second->data()) + (handle & kOffsetMask);
 }
