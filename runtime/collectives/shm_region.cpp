@@ -65,13 +65,16 @@ ShmRegion::Key key_of(const Group& g) {
   return key;
 }
 
-// The arrival counts and the tuner's decisions, then per rank: flags, two input slots and two
-// result slots.
-constexpr size_t kHeaderBlocks = 2;
+// The arrival counts, the tuner's decisions, the tuner's start times (two per rank), then per
+// rank: flags, two input slots and two result slots.
 static_assert(ScheduleTuner::kTableBytes <= kFlagsBytes);
 
+size_t header_blocks(int ranks) {
+  return 2 + (16 * static_cast<size_t>(ranks) + kFlagsBytes - 1) / kFlagsBytes;
+}
+
 size_t region_bytes(int ranks, size_t slot_bytes) {
-  return (kHeaderBlocks + ranks) * kFlagsBytes + 4 * static_cast<size_t>(ranks) * slot_bytes;
+  return (header_blocks(ranks) + ranks) * kFlagsBytes + 4 * static_cast<size_t>(ranks) * slot_bytes;
 }
 
 /// Verdict bits rank 0 sends at the end of the set-up.
@@ -109,7 +112,7 @@ comm::Task set_up(Group& g, ShmRegion& region) {
     auto segment = shm::SharedSegment::create(shm::unique_segment_name("coll"),
                                               region_bytes(n, announced.slot_bytes));
     std::strncpy(announced.name, segment->name().c_str(), kNameBytes - 1);
-    region.attach(std::move(segment), announced.slot_bytes, true);
+    region.attach(std::move(segment), announced.slot_bytes, 0);
     region.introduce(0);
     std::vector<transport::RequestPtr> sends;
     std::vector<ExpectedReceive> acks;
@@ -140,7 +143,7 @@ comm::Task set_up(Group& g, ShmRegion& region) {
     co_await received("shared-memory set-up",
                       post_receive(g, 0, kSetupStep, &announced, sizeof announced));
     region.attach(shm::SharedSegment::open(announced.name, region_bytes(n, announced.slot_bytes)),
-                  announced.slot_bytes, false);
+                  announced.slot_bytes, g.rank());
     region.introduce(g.rank());
     Acknowledgement ack{own_affinity(), static_cast<char>(region.probe_single_copy(0) ? 1 : 0)};
     std::vector<transport::RequestPtr> send{g.isend(0, kSetupStep, &ack, sizeof ack)};
@@ -159,14 +162,14 @@ comm::Task set_up(Group& g, ShmRegion& region) {
 
 }  // namespace
 
-void ShmRegion::attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_bytes,
-                       bool decides) {
+void ShmRegion::attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_bytes, int rank) {
   segment_ = std::move(segment);
   slot_bytes_ = slot_bytes;
   static_assert(sizeof(std::atomic<uint8_t>) == 1 && std::atomic<uint8_t>::is_always_lock_free);
-  tuner_.attach(reinterpret_cast<std::atomic<uint8_t>*>(static_cast<char*>(segment_->data()) +
-                                                       kFlagsBytes),
-                decides);
+  static_assert(std::atomic<int64_t>::is_always_lock_free);
+  char* base = static_cast<char*>(segment_->data());
+  tuner_.attach(reinterpret_cast<std::atomic<uint8_t>*>(base + kFlagsBytes),
+                reinterpret_cast<std::atomic<int64_t>*>(base + 2 * kFlagsBytes), ranks_, rank);
 }
 
 ShmRegion::Arrivals* ShmRegion::arrivals() const {
@@ -176,11 +179,11 @@ ShmRegion::Arrivals* ShmRegion::arrivals() const {
 ShmRegion::Flags* ShmRegion::flags(int rank) const {
   static_assert(sizeof(Flags) <= kFlagsBytes);
   return reinterpret_cast<Flags*>(static_cast<char*>(segment_->data()) +
-                                 (kHeaderBlocks + rank) * kFlagsBytes);
+                                 (header_blocks(ranks_) + rank) * kFlagsBytes);
 }
 
 char* ShmRegion::slot(int rank, uint64_t round) const {
-  char* slots = static_cast<char*>(segment_->data()) + (kHeaderBlocks + ranks_) * kFlagsBytes;
+  char* slots = static_cast<char*>(segment_->data()) + (header_blocks(ranks_) + ranks_) * kFlagsBytes;
   return slots + (static_cast<size_t>(rank) * 4 + round % 2) * slot_bytes_;
 }
 

@@ -39,9 +39,8 @@ class ShmRegion {
   const Key& key() const { return key_; }
   /// Set once an operation failed on it: the next call sets up a fresh region.
   bool dropped = false;
-  /// Gives the region its mapped segment (end of the set-up handshake); `decides`: this rank's
-  /// tuner measures and decides (rank 0).
-  void attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_bytes, bool decides);
+  /// Gives the region its mapped segment (end of the set-up handshake) as the group's `rank`.
+  void attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_bytes, int rank);
   /// The choice between the slots and single-copy, per call size (see shm_tuner.h).
   ScheduleTuner& tuner() { return tuner_; }
   /// Removes the segment's name once every rank mapped it.

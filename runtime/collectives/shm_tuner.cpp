@@ -39,8 +39,9 @@ ScheduleTuner::Choice ScheduleTuner::choose(Kind kind, size_t bytes, bool fallba
     // slots' state and lost to them on the Xeon at 2 ranks, 1 MiB all-gather, where in a row
     // they were faster).
     choice.single_copy = call >= kSamples;
-    choice.timed = decides_ && call % kSamples != 0;
-    if (choice.timed) choice.start_ns = steady_ns();
+    choice.timed = rank_ == 0 && call % kSamples != 0;
+    choice.start_slot = static_cast<unsigned>(explored_++ % 2);
+    starts_[2 * rank_ + choice.start_slot].store(steady_ns(), std::memory_order_relaxed);
   } else if (call > 2 * kSamples) {
     const uint8_t decided = table_[choice.entry].load(std::memory_order_acquire);
     if (decided != kUndecided) choice.single_copy = decided == kSingleCopy;
@@ -51,9 +52,14 @@ ScheduleTuner::Choice ScheduleTuner::choose(Kind kind, size_t bytes, bool fallba
 void ScheduleTuner::done(const Choice& choice) {
   if (!choice.timed) return;
   Entry& e = entries_[choice.entry];
+  // Every rank stored its start before its first publication in the call, which this rank
+  // has seen (acquire) before the call could end.
+  int64_t last_start = 0;
+  for (int r = 0; r < ranks_; ++r)
+    last_start = std::max(last_start, starts_[2 * r + choice.start_slot].load(std::memory_order_relaxed));
   // Per byte: a class holds calls of up to twice each other's size.
   double& best = e.best[choice.single_copy ? 1 : 0];
-  best = std::min(best, static_cast<double>(steady_ns() - choice.start_ns) / choice.bytes);
+  best = std::min(best, static_cast<double>(steady_ns() - last_start) / choice.bytes);
   if (e.calls % kPeriod != 2 * kSamples) return;
   const bool single_copy = prefer_single_copy(e.best[0], e.best[1], choice.fallback);
   table_[choice.entry].store(single_copy ? kSingleCopy : kSlots, std::memory_order_release);

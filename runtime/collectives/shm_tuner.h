@@ -6,7 +6,8 @@
 // with them far apart, where a single copy from memory stays at about 1x).
 //
 // So calls of a size class (collective, power of two of bytes) first run each schedule a fixed
-// number of times in a row; rank 0 times them and writes the winner into the region, and
+// number of times in a row; rank 0 times them (from the last rank's start) and writes the
+// winner into the region, and
 // from then on every rank reads it there. Every rank counts its calls per class alike (calls
 // come in the same order with the same sizes on every rank), so all run the same schedule
 // without a message: a rank reads the winner only from the second call after the exploration,
@@ -39,13 +40,16 @@ class ScheduleTuner {
     bool fallback = false;
     size_t bytes = 0;
     int entry = 0;
-    int64_t start_ns = 0;
+    unsigned start_slot = 0;  ///< where the ranks left this call's start times
   };
 
-  /// `table`: kTableBytes zeroed shared bytes of the region; `decides`: this is rank 0.
-  void attach(std::atomic<uint8_t>* table, bool decides) {
+  /// The region's shared bytes for the tuner: `table`, kTableBytes zeroed; `starts`, two start
+  /// times per rank (rank r's at starts[2 r], [2 r + 1]). Rank 0 decides.
+  void attach(std::atomic<uint8_t>* table, std::atomic<int64_t>* starts, int ranks, int rank) {
     table_ = table;
-    decides_ = decides;
+    starts_ = starts;
+    ranks_ = ranks;
+    rank_ = rank;
   }
   /// The schedule for a call of `bytes` of `kind`; `fallback` where nothing is measured yet.
   Choice choose(Kind kind, size_t bytes, bool fallback);
@@ -66,7 +70,12 @@ class ScheduleTuner {
     double best[2] = {kUnmeasured, kUnmeasured};  // ns per byte, [single_copy]
   };
   std::atomic<uint8_t>* table_ = nullptr;
-  bool decides_ = false;
+  // Every rank records when it started an explored call; rank 0 times the call from the last
+  // rank's start, so the schedule's time is not mixed with how late the peers arrived. A rank
+  // is at most one explored call ahead of rank 0's done(), so two slots per rank suffice.
+  std::atomic<int64_t>* starts_ = nullptr;
+  int ranks_ = 0, rank_ = 0;
+  uint64_t explored_ = 0;  // explored calls of every class, alike on every rank
   std::array<Entry, kTableBytes> entries_{};
 };
 

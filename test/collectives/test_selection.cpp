@@ -39,9 +39,10 @@ using collectives::ScheduleTuner;
 
 TEST_CASE("the schedule tuner explores each schedule in a row, then every rank reads rank 0's verdict") {
   std::atomic<uint8_t> table[ScheduleTuner::kTableBytes] = {};
+  std::atomic<int64_t> starts[4] = {};
   ScheduleTuner rank0, rank1;
-  rank0.attach(table, true);
-  rank1.attach(table, false);
+  rank0.attach(table, starts, 2, 0);
+  rank1.attach(table, starts, 2, 1);
   const size_t bytes = size_t{1} << 20;
   // Small calls are never tuned: they keep the fallback and count nothing.
   CHECK(rank1.choose(ScheduleTuner::Kind::all_gather, 1024, true).single_copy);
@@ -53,6 +54,9 @@ TEST_CASE("the schedule tuner explores each schedule in a row, then every rank r
     CHECK(b.single_copy == a.single_copy);
     CHECK(a.timed == (call % 5 != 0));  // the first call of each block warms up
     CHECK_FALSE(b.timed);
+    // Both left their start where rank 0 looks for it.
+    CHECK(a.start_slot == b.start_slot);
+    CHECK(starts[2 * 1 + b.start_slot].load() > 0);
     rank0.done(a);
     rank1.done(b);
   }
