@@ -4,6 +4,7 @@
 // one call).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -30,6 +31,10 @@ class Group {
   /// The communicator's id, the same on every member: state kept across calls (shared-memory
   /// regions) is kept per communicator, so two with the same members never share it.
   virtual uint64_t communicator_id() const { return 0; }
+  /// How long this rank now busy-polls in a wait before it sleeps (the driver's adaptive spin):
+  /// the shared-memory schedules wake, with a message, only the peers that may sleep by now.
+  /// Zero: it may sleep at once.
+  virtual std::chrono::microseconds spin() const { return {}; }
 };
 
 }  // namespace seam::collectives

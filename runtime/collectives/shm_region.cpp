@@ -194,15 +194,15 @@ uint64_t ShmRegion::arrive(int phase, int rank, uint64_t round, bool wake_all) {
   flags(rank)->waiting_since.store(now, std::memory_order_relaxed);
   uint64_t before = arrivals()->count[phase].fetch_add(1, std::memory_order_acq_rel);
   if ((before + 1) % static_cast<uint64_t>(ranks_) != 0) return 0;
-  // Last: wake the ranks that may have stopped spinning. A rank spins SEAM_SPIN_US after its
-  // wait began (which is after it published); half of that leaves a safe margin. Beyond 64
-  // ranks the mask cannot say who, so everyone is woken.
-  const int64_t asleep_after = Config::get().spin_us * 1000 / 2;
+  // Last: wake the ranks that may have stopped spinning. A rank spins its budget (note_spin)
+  // after its wait began (which is after it published); half of that leaves a safe margin.
+  // Beyond 64 ranks the mask cannot say who, so everyone is woken.
   uint64_t wake = 0;
   for (int p = 0; p < ranks_ && p < 64; ++p) {
     if (p == rank) continue;
     const bool may_sleep =
-        wake_all || now - flags(p)->waiting_since.load(std::memory_order_relaxed) > asleep_after;
+        wake_all || now - flags(p)->waiting_since.load(std::memory_order_relaxed) >
+                        flags(p)->asleep_after_ns.load(std::memory_order_relaxed);
     if (may_sleep) wake |= uint64_t{1} << p;
   }
   if (ranks_ > 64) wake = ~uint64_t{0};

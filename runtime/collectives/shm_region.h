@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <utility>
 #include <cstdint>
 #include <memory>
@@ -95,6 +96,11 @@ class ShmRegion {
   }
   /// Copies `bytes` at `remote` in rank r's process to `local`. Throws CommError on failure.
   void read_from(int rank, const void* remote, void* local, size_t bytes) const;
+  /// Records how long rank r now spins before it sleeps (Group::spin), before it publishes:
+  /// the last rank to publish wakes it only if it waited longer than half that.
+  void note_spin(int rank, std::chrono::microseconds spin) {
+    flags(rank)->asleep_after_ns.store(spin.count() * 1000 / 2, std::memory_order_relaxed);
+  }
   /// Whether rank r has published `round` (or a later one).
   bool published(int rank, uint64_t round) const;
   /// Publishes that this rank's result slot for `round` is filled; returns whom to wake, as above.
@@ -137,6 +143,7 @@ class ShmRegion {
     std::atomic<int64_t> waiting_since;  // steady-clock ns of the rank's last publication
     std::atomic<uint64_t> probe;  // address of a known word in the process
     std::atomic<uint64_t> host_token;  // shm::process_token()
+    std::atomic<int64_t> asleep_after_ns;  // half the rank's spin when it last announced
   };
   Flags* flags(int rank) const;
   Key key_;

@@ -101,6 +101,8 @@ class Engine {
   void poll();
   /// Throws CommError when an earlier failure aborted the engine.
   void check_usable() const;
+  /// How long a wait busy-polls now before it sleeps (SpinBudget).
+  std::chrono::microseconds spin() const { return spin_.current(); }
   /// Throws UsageError when communicator `ctx`'s collective `next_seq` would share its 12-bit
   /// sequence number with one still outstanding (their messages could not be told apart).
   void check_sequence_room(uint32_t ctx, uint32_t next_seq) const;
@@ -136,8 +138,8 @@ class OpGroup final : public collectives::Group {
  public:
   OpGroup(Engine& engine, std::shared_ptr<const std::vector<int>> members, int rank,
           uint64_t tag_base, uint32_t ctx)
-      : t_(engine.transport()), members_(std::move(members)), rank_(rank), tag_base_(tag_base),
-        name_(&engine.transport_name), ctx_(ctx) {}
+      : engine_(&engine), t_(engine.transport()), members_(std::move(members)), rank_(rank),
+        tag_base_(tag_base), name_(&engine.transport_name), ctx_(ctx) {}
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(members_->size()); }
   int world_rank(int r) const override { return (*members_)[static_cast<size_t>(r)]; }
@@ -146,6 +148,7 @@ class OpGroup final : public collectives::Group {
   transport::RequestPtr irecv(int peer, uint32_t step, void* data, size_t bytes) override;
   std::string_view transport_name() const override { return *name_; }
   uint64_t communicator_id() const override { return ctx_; }
+  std::chrono::microseconds spin() const override { return engine_->spin(); }
   /// The tag of the operation's messages before the step (for collectives: with the signature).
   uint64_t tag_base() const { return tag_base_; }
   /// The transport tag of a step: control steps go without the call signature.
@@ -154,6 +157,7 @@ class OpGroup final : public collectives::Group {
   }
 
  private:
+  const Engine* engine_;
   transport::Transport& t_;
   std::shared_ptr<const std::vector<int>> members_;
   int rank_;
