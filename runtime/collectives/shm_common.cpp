@@ -21,6 +21,16 @@ CallSignature signature_of(Collective c, DType dtype, ReduceOp op, size_t total,
           (total & ((uint64_t{1} << 52) - 1))};
 }
 
+CallSignature signature_of(Collective c, DType dtype, ReduceOp op, const std::vector<size_t>& counts,
+                           ShmVariant variant) {
+  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a over the counts
+  for (size_t count : counts) {
+    hash ^= count;
+    hash *= 0x100000001b3ull;
+  }
+  return signature_of(c, dtype, op, hash, variant);
+}
+
 std::vector<int> peers_from(int me, int n, bool with_me) {
   std::vector<int> order;
   for (int k = 1; k < n; ++k) order.push_back((me + k) % n);

@@ -24,6 +24,11 @@ enum class ShmVariant : uint64_t { slots = 0, single_copy = 1, zero_copy = 2 };
 /// Collective, dtype, op, the schedule variant and the element count, packed.
 CallSignature signature_of(Collective c, DType dtype, ReduceOp op, size_t total,
                            ShmVariant variant = ShmVariant::slots);
+/// The same for the v-collectives, with a hash of every rank's block count in place of the
+/// total: ranks that disagree on the blocks, even with equal totals, fail with a MismatchError
+/// instead of placing each other's data by different offsets.
+CallSignature signature_of(Collective c, DType dtype, ReduceOp op, const std::vector<size_t>& counts,
+                           ShmVariant variant = ShmVariant::slots);
 
 inline size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 

@@ -352,7 +352,7 @@ void PublishedAwaiter::await_resume() {
   for (int p = 0; p < region->ranks(); ++p)
     if (!(region->signature_of(p, round) == signature))
       throw MismatchError(std::string(collective) + ": rank " + std::to_string(g->world_rank(p)) +
-                          " called with other arguments (count, dtype, op, or buffers in "
+                          " called with other arguments (count or blocks, dtype, op, or buffers in "
                           "SharedHostMemory on some ranks only) than rank " +
                           std::to_string(g->world_rank(g->rank())));
 }

@@ -256,7 +256,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
     log().debug("{}: shm schedule single-copy ({} B)", collective, total * es);
     comm::Task reduce = single_copy_reduce_scatter(
         g, region, collective, send, out, counts, dtype, op,
-        signature_of(Collective::reduce_scatterv, dtype, op, total, ShmVariant::single_copy));
+        signature_of(Collective::reduce_scatterv, dtype, op, counts, ShmVariant::single_copy));
     co_await comm::run(reduce);
     region->tuner().done(choice);
     region.finish();
@@ -268,7 +268,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   const Pieces pieces = cut(counts, rounds);
   std::vector<size_t> at(n, 0);  // where block j's piece sits in a slot, in elements
   for (int j = 1; j < n; ++j) at[j] = at[j - 1] + pieces.piece[j - 1];
-  BufferExchange exchange(g, *region, signature_of(Collective::reduce_scatterv, dtype, op, total),
+  BufferExchange exchange(g, *region, signature_of(Collective::reduce_scatterv, dtype, op, counts),
                           collective, rounds, rounds > 1);
   const kernels::Store store = store_for(total * es, n, out == send + off[me] * es);
   std::vector<const void*> sources(n);
@@ -338,7 +338,7 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
   const bool single_copy = choice.single_copy;
   // The schedule is part of the signature: ranks that disagree on it fail with a mismatch.
   const CallSignature signature =
-      signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, off.back(),
+      signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, counts,
                    single_copy ? ShmVariant::single_copy : ShmVariant::slots);
   if (single_copy) {
     log().debug("{}: shm schedule single-copy ({} B)", collective, off.back() * es);

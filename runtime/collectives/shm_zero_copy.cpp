@@ -66,7 +66,7 @@ comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_vie
   const auto off = block_offsets(counts);
   BufferExchange exchange(
       g, region,
-      signature_of(Collective::reduce_scatterv, dtype, op, off.back(), ShmVariant::zero_copy),
+      signature_of(Collective::reduce_scatterv, dtype, op, counts, ShmVariant::zero_copy),
       collective);
   exchange.announce(send_handle, 0);
   co_await exchange.peers_ready();
@@ -91,7 +91,7 @@ comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view co
   const auto off = block_offsets(counts);
   BufferExchange exchange(
       g, region,
-      signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, off.back(), ShmVariant::zero_copy),
+      signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, counts, ShmVariant::zero_copy),
       collective);
   exchange.announce(recv_handle, 0);
   co_await exchange.peers_ready();

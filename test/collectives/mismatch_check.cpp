@@ -1,4 +1,5 @@
-// Integration check under mpirun: ranks that call all-reduce with different counts (and, where
+// Integration check under mpirun: ranks that call all-reduce with different counts, or the
+// v-collectives with different blocks of the same total (and, where
 // the shared-memory schedules carry them in their call signature, different dtypes or ops) all
 // get a MismatchError, as do ranks of which only some pass buffers in SharedHostMemory; and the
 // communicator stays usable afterwards. On the message path (UCX) a dtype disagreement with
@@ -74,6 +75,32 @@ bool message_path_dtype_mismatch_refused(seam::comm::Communicator& comm) {
   return named && seconds <= 10;
 }
 
+/// The v-collectives with block counts the ranks disagree on though their totals agree: rank 0
+/// gives block 0 two more elements, the others block 1. True when this rank got a MismatchError
+/// (data placed by different offsets would otherwise come out silently wrong).
+bool blocks_mismatch_detected(seam::comm::Communicator& comm, bool gather, size_t base) {
+  const int n = comm.size(), me = comm.rank();
+  std::vector<size_t> counts(n, base);
+  counts[me == 0 ? 0 : 1] += 2;
+  size_t total = 0;
+  for (size_t c : counts) total += c;
+  std::vector<float> send(total, 1.0f), recv(total, 0.0f);
+  const char* what = gather ? "all_gatherv blocks" : "reduce_scatterv blocks";
+  try {
+    if (gather)
+      comm.all_gatherv(send.data(), recv.data(), counts, DType::f32).wait();
+    else
+      comm.reduce_scatterv(send.data(), recv.data(), counts, DType::f32, ReduceOp::sum).wait();
+    std::fprintf(stderr, "rank %d: %s (%zu): no error\n", me, what, base);
+  } catch (const seam::MismatchError&) {
+    return true;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: %s (%zu): %s instead of a MismatchError\n", me, what, base,
+                 e.what());
+  }
+  return false;
+}
+
 /// Rank 0's buffer lies in SharedHostMemory (zero-copy schedule), the others' do not.
 bool shared_memory_mismatch_detected(seam::comm::Communicator& comm) {
   constexpr size_t kCount = 64 * 1024;  // past the zero-copy threshold
@@ -104,6 +131,12 @@ int main() {
     if (comm->size() > 1) {
       ok &= mismatch_detected(*comm, 100, 120, DType::f32, DType::f32, ReduceOp::sum, ReduceOp::sum,
                               "count 100 vs 120");
+      // Through messages only the ranks whose own blocks disagree with a peer's find out (with
+      // more ranks, one whose blocks all agree completes with the right data): every rank does
+      // at two ranks.
+      if (shm_schedules || comm->size() == 2)
+        for (size_t base : {size_t{1000}, size_t{40000}})
+          for (bool gather : {true, false}) ok &= blocks_mismatch_detected(*comm, gather, base);
       if (shm_schedules) {
         ok &= mismatch_detected(*comm, 64, 64, DType::f32, DType::i32, ReduceOp::sum,
                                 ReduceOp::sum, "float vs int32");
