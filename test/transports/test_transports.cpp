@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <barrier>
 #include <chrono>
 #include <cstring>
 #include <numeric>
@@ -183,6 +184,34 @@ TEST_CASE("ucx: a receive smaller than the message fails") { mismatch_case(Kind:
 TEST_CASE("shm: send to self, and many small messages in flight") { self_case(Kind::shm); }
 TEST_CASE("shm (cma): send to self, and many small messages in flight") { self_case(Kind::shm_cma); }
 TEST_CASE("ucx: send to self, and many small messages in flight") { self_case(Kind::ucx); }
+
+TEST_CASE("shm (cma): a send whose acknowledgement slot an unread message holds still completes") {
+  // Cma send 1 (tag 9) stays unread while sends 2..65 (tag 1) are read one by one; send 65
+  // maps to send 1's slot. The receiver reads 65, then 1, before the sender looks again: had
+  // 65 taken that slot, the acknowledgement of 1 would overwrite its own and 65 never complete.
+  std::barrier sync(2);
+  on_threads(Kind::shm_cma, 2, 64 * 1024, [&](int rank, transport::Transport& t) {
+    std::vector<uint8_t> x(4000, 7), y(2000, 3);
+    if (rank == 0) {
+      auto unread = t.isend(1, 9, x.data(), x.size());
+      for (int i = 0; i < 63; ++i) wait_all(t, {t.isend(1, 1, y.data(), y.size())}, 5);
+      auto last = t.isend(1, 1, y.data(), y.size());
+      sync.arrive_and_wait();  // the receiver reads `last`, then `unread`, meanwhile
+      sync.arrive_and_wait();
+      wait_all(t, {last, unread}, 5);
+      CHECK(last->done());
+      CHECK(unread->done());
+    } else {
+      std::vector<uint8_t> in(4000);
+      for (int i = 0; i < 63; ++i) wait_all(t, {t.irecv(0, 1, in.data(), in.size())}, 5);
+      sync.arrive_and_wait();
+      wait_all(t, {t.irecv(0, 1, in.data(), in.size())}, 5);
+      wait_all(t, {t.irecv(0, 9, in.data(), in.size())}, 5);
+      CHECK(in[0] == 7);
+      sync.arrive_and_wait();
+    }
+  });
+}
 
 TEST_CASE("shm: a dead peer fails pending requests naming its rank and pid, within milliseconds") {
   // Two processes bootstrapped through the TCP store.

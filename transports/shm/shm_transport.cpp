@@ -33,7 +33,9 @@ enum RecordKind : uint64_t { kInline = 0, kCma = 1 };
 /// "I have read your cma message `id`" is a word the receiver stores in the sender's ack slot
 /// id % kAckSlots (one array per ordered pair, in the segment), not a record in the ring: a
 /// record could queue behind a full ring on a rank that has stopped progressing, and the sender
-/// would wait for it forever. A sender keeps fewer than kAckSlots cma sends unread per peer.
+/// would wait for it forever. A sender never has two unacknowledged cma sends on one slot (ids
+/// need not be acknowledged in order: the receiver matches by tag), so every acknowledgement
+/// names the one send its slot can mean.
 constexpr uint64_t kAckSlots = 64;
 /// Read by peers through process_vm_readv at start-up, to learn whether CMA works between us.
 volatile uint64_t cma_probe = 0x5ea3c3a0c3a0c3a0ull;
@@ -124,6 +126,7 @@ struct Outgoing {
   std::vector<std::shared_ptr<SendRequest>> awaiting_ack;  // cma sends the peer has not read yet
   AckSlots* acks = nullptr;  // where the peer acknowledges them
   uint64_t next_cma_id = 0;
+  uint64_t busy_ack_slots = 0;  // bit s: a cma send on ack slot s is not acknowledged yet
 };
 
 /// Consumer side of the ring one local peer -> this rank.
@@ -225,9 +228,12 @@ class ShmTransportImpl final : public ShmTransport {
   transport::RequestPtr isend(int world_peer, uint64_t tag, const void* data, size_t bytes) override {
     Peer& p = peer(world_peer);
     if (p.dead) return failed(world_peer, p.death);
-    if (cma_threshold_ && bytes >= cma_threshold_ && p.out.awaiting_ack.size() + 1 < kAckSlots) {
+    const uint64_t slot_bit = uint64_t{1} << ((p.out.next_cma_id + 1) % kAckSlots);
+    if (cma_threshold_ && bytes >= cma_threshold_ && !(p.out.busy_ack_slots & slot_bit)) {
       // Large: send only the address; the receiver copies straight from our buffer (one copy
-      // instead of two through the ring) and acknowledges.
+      // instead of two through the ring) and acknowledges. (With the next ack slot still in
+      // use, the message goes through the ring instead.)
+      p.out.busy_ack_slots |= slot_bit;
       auto req = detail::make_pooled<SendRequest>(world_peer, tag, data, bytes, kCma,
                                                   reinterpret_cast<uint64_t>(data), ++p.out.next_cma_id);
       enqueue(p, req);
@@ -274,7 +280,10 @@ class ShmTransportImpl final : public ShmTransport {
     const auto first = std::stable_partition(waiting.begin(), waiting.end(),
                                              [&](const auto& s) { return !acked(p, *s); });
     if (first == waiting.end()) return false;
-    for (auto it = first; it != waiting.end(); ++it) (*it)->complete();
+    for (auto it = first; it != waiting.end(); ++it) {
+      (*it)->complete();
+      p.out.busy_ack_slots &= ~(uint64_t{1} << ((*it)->id % kAckSlots));
+    }
     waiting.erase(first, waiting.end());
     return true;
   }
@@ -563,6 +572,7 @@ class ShmTransportImpl final : public ShmTransport {
       p.out.queue.clear();
       for (auto& q : p.out.awaiting_ack) q->fail(why);
       p.out.awaiting_ack.clear();
+      p.out.busy_ack_slots = 0;
     }
   }
 
@@ -626,6 +636,7 @@ class ShmTransportImpl final : public ShmTransport {
     p.out.queue.clear();
     for (auto& s : p.out.awaiting_ack) s->fail(p.death);
     p.out.awaiting_ack.clear();
+    p.out.busy_ack_slots = 0;
     // Its cma messages died with its memory.
     in.unexpected.remove_if([](const Unexpected& u) { return u.cma; });
   }
