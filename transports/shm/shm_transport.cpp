@@ -719,8 +719,16 @@ std::unique_ptr<ShmTransport> ShmTransport::create(transport::AddressExchange& e
     if (!lead_payload.empty() && lead_payload[0] == 'S') {
       try {
         seg = SharedSegment::open(lead_payload.substr(1), bytes);
-        if (static_cast<SegmentHeader*>(seg->data())->magic != kMagic)
+        const auto* h = static_cast<SegmentHeader*>(seg->data());
+        if (h->magic != kMagic)
           throw CommError("seam shm: segment " + seg->name() + " is not a Seam segment");
+        // The layout follows the leader's numbers; this rank mapped by its own.
+        if (h->nlocal != n || h->ring_bytes != ring_bytes)
+          throw CommError("seam shm: local rank " + std::to_string(rank) + " lays out " +
+                          std::to_string(n) + " ranks with " + std::to_string(ring_bytes) +
+                          "-byte rings, local rank " + std::to_string(leader) + " " +
+                          std::to_string(h->nlocal) + " with " + std::to_string(h->ring_bytes) +
+                          "-byte rings: give every rank the same SEAM_SHM_RING_BYTES");
       } catch (const CommError& e) {
         error = e.what();
       }
