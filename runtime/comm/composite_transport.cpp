@@ -56,9 +56,10 @@ void CompositeTransport::watch_remote() {
     pollfd fds[2] = {{remote_->event_fd(), POLLIN, 0}, {stop_fd_, POLLIN, 0}};
     // Bounded so a stale readable fd cannot keep us spinning: the owner re-arms every wait.
     int n = poll(fds, 2, 10);
+    // The exchange clears the flag with the ring; clearing it again after relocking could
+    // erase the owner's next wait's request and leave that wait unwatched.
     if (n > 0 && (fds[0].revents & POLLIN) && watching_.exchange(false)) shm_->notify(me);
     lk.lock();
-    if (n > 0 && (fds[0].revents & POLLIN)) watching_ = false;
   }
 }
 
