@@ -128,6 +128,25 @@ std::string peer_name(int fd) {
 
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
+/// connect() that gives up at `deadline` (a blocking connect to an address that drops SYNs
+/// waits out the kernel's retries, about two minutes). 0 or the errno; the socket stays
+/// blocking afterwards.
+int connect_before(int fd, const sockaddr* address, socklen_t length, Clock::time_point deadline) {
+  const int flags = fcntl(fd, F_GETFL);
+  fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  int err = connect(fd, address, length) == 0 ? 0 : errno;
+  if (err == EINPROGRESS) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    pollfd p{fd, POLLOUT, 0};
+    const int n = poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
+    socklen_t size = sizeof err;
+    if (n <= 0) err = ETIMEDOUT;
+    else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &size) != 0) err = errno;
+  }
+  fcntl(fd, F_SETFL, flags);
+  return err;
+}
+
 void set_nodelay(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -513,10 +532,10 @@ StoreClient::StoreClient(const std::string& addr, int rank, const std::string& t
       for (addrinfo* ai = res; ai && fd_ < 0; ai = ai->ai_next) {
         int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
         if (fd < 0) continue;
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+        if (const int err = connect_before(fd, ai->ai_addr, ai->ai_addrlen, deadline); err == 0) {
           fd_ = fd;
         } else {
-          last_error = strerror(errno);
+          last_error = strerror(err);
           ::close(fd);
         }
       }

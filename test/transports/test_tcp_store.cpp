@@ -86,6 +86,30 @@ TEST_CASE("store: set, wait, and a wait that times out") {
   CHECK(server.wait_all_left(5s));
 }
 
+TEST_CASE("store: a server that never answers the connection fails the client by its deadline") {
+  // A listener that accepts nothing, its backlog filled: the kernel drops further SYNs, so a
+  // blocking connect would wait out its retries (about two minutes).
+  const int port = next_port();
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_port = htons(static_cast<uint16_t>(port));
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(listener, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
+  REQUIRE(listen(listener, 0) == 0);
+  std::vector<int> fillers;
+  for (int i = 0; i < 4; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    connect(fd, reinterpret_cast<sockaddr*>(&at), sizeof at);
+    fillers.push_back(fd);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(StoreClient("127.0.0.1:" + std::to_string(port), 0, "secret", 500ms), TimeoutError);
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  for (int fd : fillers) close(fd);
+  close(listener);
+}
+
 TEST_CASE("store bootstrap: all-gather and barrier on 4 threads") {
   const std::string addr = "127.0.0.1:" + std::to_string(next_port());
   std::vector<std::thread> ts;
