@@ -198,6 +198,7 @@ struct StoreServer::State {
     int rank = -1;  // -1 until authenticated
     std::vector<uint8_t> in;
     bool closing = false;
+    bool said_bye = false;
   };
   struct Waiter {
     int fd;
@@ -220,6 +221,7 @@ struct StoreServer::State {
   std::condition_variable cv;
   std::set<int> joined;  // ranks that authenticated
   std::set<int> left;    // ranks that said BYE or disconnected after authenticating
+  std::set<int> lost;    // ranks that disconnected after authenticating without a BYE
 
   void run();
   void accept_new();
@@ -241,6 +243,7 @@ struct StoreServer::State {
     if (it->second.rank >= 0) {
       std::lock_guard lk(mu);
       left.insert(it->second.rank);
+      if (!it->second.said_bye) lost.insert(it->second.rank);
       cv.notify_all();
     }
     waiters.erase(std::remove_if(waiters.begin(), waiters.end(), [&](const Waiter& w) { return w.fd == fd; }),
@@ -469,6 +472,7 @@ void StoreServer::State::handle(Conn& c, const uint8_t* body, size_t n) {
       }
       case StoreOp::bye: {
         c.closing = true;
+        c.said_bye = true;
         return;
       }
       default:
@@ -501,6 +505,11 @@ void StoreServer::State::serve_waiters() {
       put_u32(b, static_cast<uint32_t>(w.keys.size()));
       for (auto& k : w.keys) put_str(b, kv[k]);
       reply(cit->second, b);
+    } else if (!lost.empty()) {
+      // The key may never come: a rank that left without saying goodbye crashed or was killed.
+      reply(cit->second, error_body("seam store: rank " + std::to_string(*lost.begin()) +
+                                    " disconnected before the bootstrap finished (it crashed or "
+                                    "was killed) while waiting for key '" + missing + "'"));
     } else if (now >= w.deadline) {
       reply(cit->second, error_body("seam store: timed out waiting for key '" + missing + "'"));
     } else {

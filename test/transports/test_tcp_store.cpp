@@ -110,6 +110,26 @@ TEST_CASE("store: a server that never answers the connection fails the client by
   close(listener);
 }
 
+TEST_CASE("store: a rank that disconnects without saying goodbye fails the others' waits at once") {
+  const std::string addr = "127.0.0.1:" + std::to_string(next_port());
+  StoreServer server(addr, 2, "secret");
+  StoreClient a(addr, 0, "secret", 5s);
+  {
+    StoreClient b(addr, 1, "secret", 5s);
+    b.set("from-b", "x");
+  }  // destroyed without close(): as if the process died
+  CHECK(a.get("from-b", 5s) == "x");  // what it set is still served
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    a.wait({"never"}, 10s);
+    FAIL("the wait did not fail");
+  } catch (const CommError& e) {
+    CHECK(std::string(e.what()).find("rank 1 disconnected") != std::string::npos);
+  }
+  CHECK(std::chrono::steady_clock::now() - start < 2s);
+  a.close();
+}
+
 TEST_CASE("store bootstrap: all-gather and barrier on 4 threads") {
   const std::string addr = "127.0.0.1:" + std::to_string(next_port());
   std::vector<std::thread> ts;
