@@ -296,6 +296,11 @@ class ShmTransportImpl final : public ShmTransport {
   /// Copies a cma message out of the sender's memory, then acknowledges it. Empty on success.
   std::string cma_read(Peer& p, void* dst, uint64_t addr, uint64_t size) {
     const int err = read_process_memory(p.pid, reinterpret_cast<const void*>(addr), dst, size);
+    // A sender that aborted meanwhile failed this send and its buffer may be in other use: the
+    // bytes read may be torn, so the receive fails with the abort's reason.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (const int32_t origin = header_->abort_origin.load(std::memory_order_acquire) - 1; origin >= 0)
+      return abort_notice(origin);
     if (err == 0) return {};
     if (err == ESRCH)
       return "seam shm: local peer rank " + std::to_string(p.world_rank) + " (pid " + std::to_string(p.pid) + ") died";
@@ -552,12 +557,17 @@ class ShmTransportImpl final : public ShmTransport {
   }
 
   /// Another local rank aborted: everything pending fails, every peer counts as lost.
+  /// What a failure says when rank `origin` aborted the job.
+  std::string abort_notice(int32_t origin) const {
+    return "seam shm: rank " + std::to_string(origin) + " aborted the job: " +
+           std::string(header_->abort_reason, strnlen(header_->abort_reason, sizeof(header_->abort_reason)));
+  }
+
   void check_abort() {
     const int32_t origin = header_->abort_origin.load(std::memory_order_acquire) - 1;
     if (origin < 0 || abort_seen_) return;
     abort_seen_ = true;
-    const std::string why = "seam shm: rank " + std::to_string(origin) + " aborted the job: " +
-                            std::string(header_->abort_reason, strnlen(header_->abort_reason, sizeof(header_->abort_reason)));
+    const std::string why = abort_notice(origin);
     log().debug("{}", why);
     for (auto& p : peers_) {
       if (p.world_rank == rank_ || p.dead) continue;
