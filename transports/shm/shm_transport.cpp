@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -677,6 +678,14 @@ class ShmTransportImpl final : public ShmTransport {
 
 }  // namespace
 
+namespace {
+/// The inode of this process's PID namespace (0 where /proc does not say).
+uint64_t pid_namespace() {
+  struct stat st {};
+  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+}  // namespace
+
 std::unique_ptr<ShmTransport> ShmTransport::create(transport::AddressExchange& exchange,
                                                    std::vector<int> local, size_t ring_bytes,
                                                    std::chrono::milliseconds timeout, size_t cma_threshold) {
@@ -708,14 +717,23 @@ std::unique_ptr<ShmTransport> ShmTransport::create(transport::AddressExchange& e
       error = e.what();
     }
   }
-  // Round 1: pids, where our CMA probe lives, and each leader's segment name (or why it has none).
-  std::string mine = std::to_string(getpid()) + "|" + std::to_string(reinterpret_cast<uintptr_t>(&cma_probe)) + "|";
+  // Round 1: pids and their PID namespace, where our CMA probe lives, and each leader's segment
+  // name (or why it has none).
+  const uint64_t namespace_id = pid_namespace();
+  std::string mine = std::to_string(getpid()) + ":" + std::to_string(namespace_id) + "|" +
+                     std::to_string(reinterpret_cast<uintptr_t>(&cma_probe)) + "|";
   if (rank == leader) mine += error.empty() ? "S" + seg->name() : "E" + error;
   auto first = exchange.all_gather(mine);
   std::vector<int> pids;
   bool cma_ok = cma_threshold > 0;
   for (int r : local) {
     const std::string& f = first[static_cast<size_t>(r)];
+    // Pids (liveness, single-copy reads) mean the same process to local ranks only within one
+    // PID namespace: containers of one pod share the host name and /dev/shm, not their pids.
+    if (std::strtoull(f.c_str() + f.find(':') + 1, nullptr, 10) != namespace_id)
+      throw CommError("seam shm: local rank " + std::to_string(r) + " runs in another PID namespace than rank " +
+                      std::to_string(rank) + " (containers?): shared memory needs the ranks of a host in one; "
+                      "share it, or give each container its own SEAM_HOSTNAME so they talk over UCX");
     pids.push_back(std::atoi(f.c_str()));
     // Can we read this peer's memory (same user, ptrace policy permitting)?
     uint64_t value = 0;
