@@ -129,11 +129,10 @@ std::string peer_name(int fd) {
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 /// connect() that gives up at `deadline` (a blocking connect to an address that drops SYNs
-/// waits out the kernel's retries, about two minutes). 0 or the errno; the socket stays
-/// blocking afterwards.
+/// waits out the kernel's retries, about two minutes). 0 or the errno. The socket stays
+/// non-blocking, so that every later write and read also keeps its deadline.
 int connect_before(int fd, const sockaddr* address, socklen_t length, Clock::time_point deadline) {
-  const int flags = fcntl(fd, F_GETFL);
-  fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  set_nonblocking(fd);
   int err = connect(fd, address, length) == 0 ? 0 : errno;
   if (err == EINPROGRESS) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -143,7 +142,6 @@ int connect_before(int fd, const sockaddr* address, socklen_t length, Clock::tim
     if (n <= 0) err = ETIMEDOUT;
     else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &size) != 0) err = errno;
   }
-  fcntl(fd, F_SETFL, flags);
   return err;
 }
 
@@ -608,8 +606,11 @@ std::vector<uint8_t> StoreClient::request(const std::vector<uint8_t>& body,
   if (fd_ < 0) throw CommError("seam store: connection to " + addr_ + " is closed", 0);
   auto deadline = Clock::now() + timeout;
   auto f = frame(body);
-  if (!write_all(fd_, f.data(), f.size(), deadline))
+  if (!write_all(fd_, f.data(), f.size(), deadline)) {
+    if (Clock::now() >= deadline)
+      throw TimeoutError("seam store: rank 0 at " + addr_ + " took no request in time (is it stuck?)", 0);
     throw CommError("seam store: lost the connection to rank 0 at " + addr_ + ": " + strerror(errno), 0);
+  }
   auto read_exact = [&](uint8_t* p, size_t n) {
     while (n > 0) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
