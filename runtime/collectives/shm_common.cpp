@@ -67,7 +67,6 @@ DoorbellsAwaiter Doorbells::drain() {
 }
 
 void BufferExchange::announce(uint64_t first_word, uint64_t second_word) {
-  region_.note_spin(g_.rank(), g_.spin());
   doorbells_.ring(region_.publish_words(g_.rank(), round_, signature_, first_word, second_word,
                                         doorbells_.wake_all()));
 }

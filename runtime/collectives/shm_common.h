@@ -108,7 +108,9 @@ class BufferExchange {
   BufferExchange(Group& g, ShmRegion& region, CallSignature signature, std::string_view collective,
                  uint64_t rounds = 1, bool wake_all = true)
       : g_(g), region_(region), signature_(signature), collective_(collective),
-        round_(region.take_rounds(rounds)), doorbells_(g, wake_all ? 2 : 1) {}
+        round_(region.take_rounds(rounds)), doorbells_(g, wake_all ? 2 : 1) {
+    region.note_spin(g.rank(), g.spin());  // before this operation's first publication
+  }
   uint64_t round() const { return round_; }
   /// Moves to the exchange's next round (a rank reaches it only after every rank's
   /// announcement of this one, so buffers announced before stay readable until finish()).

@@ -53,15 +53,11 @@ class ShmRegion {
   char* slot(int rank, uint64_t round) const;
   /// Rank r's result slot for `round`: where a two-phase all-reduce leaves the rank's share.
   char* result(int rank, uint64_t round) const;
-  /// Publishes that this rank's slot for `round` is filled, with its call's signature (and, for
-  /// single-copy schedules, the address of its buffer). Returns the ranks to wake (a bit per
-  /// rank), decided by the last rank to publish: every other one when `wake_all`, else those
-  /// that have waited long enough to be asleep by now. Zero on the other ranks.
-  uint64_t publish(int rank, uint64_t round, CallSignature signature, const void* buffer,
-                   bool wake_all) {
-    return publish_words(rank, round, signature, reinterpret_cast<uint64_t>(buffer), 0, wake_all);
-  }
-  /// publish() with two words of the schedule's choosing (addresses or shared-memory handles).
+  /// Publishes that this rank's slot for `round` is filled, with its call's signature and two
+  /// words of the schedule's choosing (addresses or shared-memory handles). Returns the ranks
+  /// to wake (a bit per rank), decided by the last rank to publish: every other one when
+  /// `wake_all`, else those that have waited long enough to be asleep by now. Zero on the
+  /// other ranks.
   uint64_t publish_words(int rank, uint64_t round, CallSignature signature, uint64_t first,
                          uint64_t second, bool wake_all);
   /// The buffer address rank r published with `round`.

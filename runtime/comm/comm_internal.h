@@ -58,6 +58,12 @@ constexpr uint32_t signature(uint32_t collective, DType dtype, ReduceOp op) {
   return (collective & 0xF) << 5 | (static_cast<uint32_t>(dtype) & 0x7) << 2 |
          (static_cast<uint32_t>(op) & 0x3);
 }
+/// The parts of a call signature.
+constexpr uint32_t collective_of(uint32_t signature) { return signature >> 5 & 0xF; }
+constexpr DType dtype_of(uint32_t signature) { return static_cast<DType>(signature >> 2 & 0x7); }
+constexpr ReduceOp op_of(uint32_t signature) { return static_cast<ReduceOp>(signature & 0x3); }
+/// Whether a tag is a collective's (not a point-to-point or internal message).
+constexpr bool is_collective(uint64_t tag) { return (tag >> 32 & 3) == collective; }
 /// Steps from this one are a schedule's control messages (shared-memory set-up, doorbells):
 /// they carry no call signature, so ranks that disagree on the call still reach the point where
 /// the schedule compares signatures and reports the mismatch.

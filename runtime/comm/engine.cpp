@@ -28,11 +28,11 @@ std::string describe(const WorkState& w) {
 
 /// "all_reduce float sum" from a call signature's bits (tags::signature).
 std::string describe_signature(uint32_t signature) {
-  const uint32_t collective = signature >> 5 & 0xF;
   if (signature == tags::kSplitSignature) return "a communicator split";
-  return std::string(collectives::collective_name(static_cast<collectives::Collective>(collective))) +
-         " " + std::string(dtype_name(static_cast<DType>(signature >> 2 & 0x7))) + " " +
-         std::string(reduce_op_name(static_cast<ReduceOp>(signature & 0x3)));
+  return std::string(collectives::collective_name(
+             static_cast<collectives::Collective>(tags::collective_of(signature)))) +
+         " " + std::string(dtype_name(tags::dtype_of(signature))) + " " +
+         std::string(reduce_op_name(tags::op_of(signature)));
 }
 
 }  // namespace
@@ -176,7 +176,7 @@ void Engine::step_all() {
 
 bool Engine::called_otherwise(WorkState& w, int peer) {
   const uint64_t mine = w.group.tag_base();
-  if (!w.task.valid() || (mine >> 32 & 3) != tags::collective) return false;
+  if (!w.task.valid() || !tags::is_collective(mine)) return false;
   // A message of this call (same communicator and sequence number) under another signature:
   // the peer called another collective, dtype or op. Its messages never match this rank's
   // receives, so the call could only time out.
@@ -198,7 +198,7 @@ void Engine::check_sequence_room(uint32_t ctx, uint32_t next_seq) const {
   if (outstanding_.size() < tags::kSeqMask) return;  // fewer calls in flight than numbers
   for (const auto& o : outstanding_) {
     if (o->status != WorkState::Status::pending || o->ctx != ctx || !o->task.valid() ||
-        (o->group.tag_base() >> 32 & 3) != tags::collective)
+        !tags::is_collective(o->group.tag_base()))
       continue;
     // The oldest outstanding collective of this communicator.
     if (next_seq - o->seq >= tags::kSeqMask)
@@ -220,7 +220,8 @@ void Engine::poll() {
 void Engine::drive(WorkState& w) {
   if (w.status != WorkState::Status::pending) return;
   const auto spin = spin_.current(), relax = spin_.setting();
-  auto relax_end = Clock::now() + relax, spin_end = relax_end - relax + spin;
+  const auto start = Clock::now();
+  auto relax_end = start + relax, spin_end = start + spin;
   std::optional<Clock::time_point> slept_since;
   while (w.status == WorkState::Status::pending) {
     const uint64_t resumed_before = comm::Task::resumptions_on_this_thread();
