@@ -44,5 +44,8 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
                               std::vector<size_t> counts, DType dtype, ReduceOp op);
 comm::Task shm_all_gather(Group& g, std::string_view collective, const char* send, char* recv,
                           std::vector<size_t> counts, DType dtype);
+/// How this process's last shared-memory collective moved its data ("slots", "slots-whole",
+/// "single-copy", "zero-copy"; "" before the first): the perf binaries' algorithm column.
+std::string_view last_shm_schedule();
 
 }  // namespace seam::collectives

@@ -1,10 +1,15 @@
 #include "runtime/collectives/shm_common.h"
 
+#include <atomic>
+
 #include "kernels/reduce/cache_size.h"
+#include "runtime/collectives/schedules.h"
 
 namespace seam::collectives {
 namespace {
 
+// Where signature_of packs the variant (two bits); the count lies below.
+constexpr int kVariantShift = 52;
 // A control step (from 1024): the ring carries no call signature (see Group::isend).
 constexpr uint32_t kDoorbellStep = 0x7F1;
 // A ring's byte means nothing; it is sent from and received into static storage, so a ring
@@ -12,13 +17,30 @@ constexpr uint32_t kDoorbellStep = 0x7F1;
 const char kRingToken = 0;
 char ring_sink = 0;
 
+// ShmVariant + 1 of the last call (0: none yet); read by another thread at most, for display.
+std::atomic<uint8_t> last_schedule{0};
+
 }  // namespace
+
+void note_schedule(CallSignature signature) {
+  last_schedule.store(static_cast<uint8_t>(variant_of(signature)) + 1, std::memory_order_relaxed);
+}
+
+std::string_view last_shm_schedule() {
+  static constexpr std::string_view names[] = {"", "slots", "single-copy", "zero-copy",
+                                               "slots-whole"};
+  return names[last_schedule.load(std::memory_order_relaxed)];
+}
 
 CallSignature signature_of(Collective c, DType dtype, ReduceOp op, size_t total,
                            ShmVariant variant) {
   return {(static_cast<uint64_t>(c) << 60) | (static_cast<uint64_t>(dtype) << 56) |
-          (static_cast<uint64_t>(op) << 54) | (static_cast<uint64_t>(variant) << 52) |
-          (total & ((uint64_t{1} << 52) - 1))};
+          (static_cast<uint64_t>(op) << 54) | (static_cast<uint64_t>(variant) << kVariantShift) |
+          (total & ((uint64_t{1} << kVariantShift) - 1))};
+}
+
+ShmVariant variant_of(CallSignature signature) {
+  return static_cast<ShmVariant>(signature.word >> kVariantShift & 3);
 }
 
 CallSignature signature_of(Collective c, DType dtype, ReduceOp op, const std::vector<size_t>& counts,

@@ -19,7 +19,11 @@ namespace seam::collectives {
 
 /// How a call moves its data; part of the signature, so ranks that disagree fail with a
 /// MismatchError instead of waiting for each other.
-enum class ShmVariant : uint64_t { slots = 0, single_copy = 1, zero_copy = 2 };
+enum class ShmVariant : uint64_t { slots = 0, single_copy = 1, zero_copy = 2, slots_whole = 3 };
+
+/// Records the variant packed in `signature` as the last shared-memory schedule of this process
+/// (last_shm_schedule).
+void note_schedule(CallSignature signature);
 
 /// Collective, dtype, op, the schedule variant and the element count, packed.
 CallSignature signature_of(Collective c, DType dtype, ReduceOp op, size_t total,
@@ -29,6 +33,8 @@ CallSignature signature_of(Collective c, DType dtype, ReduceOp op, size_t total,
 /// instead of placing each other's data by different offsets.
 CallSignature signature_of(Collective c, DType dtype, ReduceOp op, const std::vector<size_t>& counts,
                            ShmVariant variant = ShmVariant::slots);
+/// The variant a signature carries.
+ShmVariant variant_of(CallSignature signature);
 
 inline size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
@@ -110,6 +116,7 @@ class BufferExchange {
       : g_(g), region_(region), signature_(signature), collective_(collective),
         round_(region.take_rounds(rounds)), doorbells_(g, wake_all ? 2 : 1) {
     region.note_spin(g.rank(), g.spin());  // before this operation's first publication
+    note_schedule(signature);
   }
   uint64_t round() const { return round_; }
   /// Moves to the exchange's next round (a rank reaches it only after every rank's

@@ -48,16 +48,29 @@ uint64_t zero_copy_handle(const void* data, size_t bytes, size_t call_bytes) {
 constexpr size_t kSingleCopyBytes = size_t{1} << 20;
 
 using Kind = ScheduleTuner::Kind;
+using Schedule = ScheduleTuner::Schedule;
 
-/// Whether a call of `bytes` reads the peers' buffers directly: SEAM_SHM_SINGLE_COPY_BYTES when
-/// set (0 = never, N = from N bytes), else whichever the region's tuner measured faster.
+/// The schedule for a call of `bytes` on plain buffers. With SEAM_SHM_SINGLE_COPY_BYTES set:
+/// single-copy from that many bytes (0 = never) and the slots below. Otherwise whichever the
+/// region's tuner measured fastest among those this group can run: the slots, single-copy where
+/// the ranks may read each other's memory, and at two ranks the slots folding the whole buffer
+/// for all-reduces.
 ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes) {
   const int64_t setting = Config::get().shm_single_copy_bytes;
-  if (!region.single_copy() || setting == 0) return {};
-  if (setting > 0) return {bytes >= static_cast<size_t>(setting)};
-  const bool fallback = region.single_copy_preferred() && bytes >= kSingleCopyBytes &&
-                        (kind == Kind::all_gather || region.ranks() == 2);
-  return region.tuner().choose(kind, bytes, fallback);
+  const bool single_copy = region.single_copy() && setting != 0;
+  if (single_copy && setting > 0) {
+    ScheduleTuner::Choice forced;
+    if (bytes >= static_cast<size_t>(setting)) forced.schedule = Schedule::single_copy;
+    return forced;
+  }
+  Schedule candidates[ScheduleTuner::kSchedules] = {Schedule::slots};
+  size_t count = 1;
+  if (kind == Kind::all_reduce && region.ranks() == 2) candidates[count++] = Schedule::slots_whole;
+  if (single_copy) candidates[count++] = Schedule::single_copy;
+  const bool single_copy_first = region.single_copy_preferred() && bytes >= kSingleCopyBytes &&
+                                 (kind == Kind::all_gather || region.ranks() == 2);
+  return region.tuner().choose(kind, bytes, std::span(candidates, count),
+                               single_copy_first ? Schedule::single_copy : Schedule::slots);
 }
 
 /// Block j is cut into `rounds` pieces of `piece[j]` elements (the last ones shorter or empty).
@@ -156,7 +169,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     co_return;
   }
   const ScheduleTuner::Choice choice = choose_schedule(*region, Kind::all_reduce, count * es);
-  if (choice.single_copy) {
+  if (choice.schedule == Schedule::single_copy) {
     log().debug("all_reduce: shm schedule single-copy shares ({} B)", count * es);
     comm::Task reduce = single_copy_all_reduce(
         g, region, send, recv, count, dtype, op,
@@ -168,12 +181,18 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   }
   const size_t per_round = region->slot_bytes() / es;
   const uint64_t rounds = ceil_div(count, per_round);
-  // All but small buffers are reduced in shares: each rank copies in the peers' shares of the
-  // round, folds its own share into its result slot, then every rank copies all shares. n times
-  // less reading than every rank folding everything, for one more flag wait per round.
-  const bool in_shares = count * es >= kSharesBytes;
-  BufferExchange exchange(g, *region, signature_of(Collective::all_reduce, dtype, op, count),
-                          "all_reduce", rounds, rounds > 1);
+  // All but small buffers are reduced in shares, unless the tuner chose otherwise: each rank
+  // copies in the peers' shares of the round, folds its own share into its result slot, then
+  // every rank copies all shares. n times less reading than every rank folding everything, for
+  // one more flag wait per round.
+  const bool in_shares = count * es >= kSharesBytes && choice.schedule != Schedule::slots_whole;
+  log().debug("all_reduce: shm schedule slots, {} ({} B)",
+              in_shares ? "in shares" : "every rank folding the whole buffer", count * es);
+  BufferExchange exchange(
+      g, *region,
+      signature_of(Collective::all_reduce, dtype, op, count,
+                   in_shares ? ShmVariant::slots : ShmVariant::slots_whole),
+      "all_reduce", rounds, rounds > 1);
   const kernels::Store store = store_for(count * es, n, send == recv);
   std::vector<const void*> sources(n);
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
@@ -252,7 +271,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   }
   const ScheduleTuner::Choice choice =
       choose_schedule(*region, Kind::reduce_scatter, total * es);
-  if (choice.single_copy) {
+  if (choice.schedule == Schedule::single_copy) {
     log().debug("{}: shm schedule single-copy ({} B)", collective, total * es);
     comm::Task reduce = single_copy_reduce_scatter(
         g, region, collective, send, out, counts, dtype, op,
@@ -262,6 +281,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
     region.finish();
     co_return;
   }
+  log().debug("{}: shm schedule slots ({} B)", collective, total * es);
   // Each round a rank's slot holds a piece of every block but its own; pieces round up, so
   // leave room for one extra element per block.
   const uint64_t rounds = total ? ceil_div(total, region->slot_bytes() / es - n) : 0;
@@ -335,7 +355,7 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
     co_return;
   }
   const ScheduleTuner::Choice choice = choose_schedule(*region, Kind::all_gather, off.back() * es);
-  const bool single_copy = choice.single_copy;
+  const bool single_copy = choice.schedule == Schedule::single_copy;
   // The schedule is part of the signature: ranks that disagree on it fail with a mismatch.
   const CallSignature signature =
       signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, counts,
@@ -349,6 +369,7 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
     region.finish();
     co_return;
   }
+  log().debug("{}: shm schedule slots ({} B)", collective, off.back() * es);
   const size_t largest = *std::max_element(counts.begin(), counts.end());
   const uint64_t rounds = ceil_div(largest, region->slot_bytes() / es);
   const Pieces pieces = cut(counts, rounds);

@@ -9,8 +9,8 @@
 namespace seam::collectives {
 namespace {
 
-// What the shared table holds per class.
-constexpr uint8_t kUndecided = 0, kSlots = 1, kSingleCopy = 2;
+// What the shared table holds per class: 0 undecided, else the schedule plus one.
+constexpr uint8_t kUndecided = 0;
 
 int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -23,28 +23,37 @@ const char* kind_name(int entry) {
   return names[entry / ScheduleTuner::kClasses];
 }
 
+const char* schedule_name(ScheduleTuner::Schedule s) {
+  static const char* const names[] = {"the slots", "single-copy", "the slots, whole"};
+  return names[static_cast<int>(s)];
+}
+
 }  // namespace
 
-ScheduleTuner::Choice ScheduleTuner::choose(Kind kind, size_t bytes, bool fallback) {
+ScheduleTuner::Choice ScheduleTuner::choose(Kind kind, size_t bytes,
+                                            std::span<const Schedule> candidates, Schedule fallback) {
   Choice choice{fallback};
   choice.fallback = fallback;
   choice.bytes = bytes;
-  if (bytes < kFromBytes || table_ == nullptr) return choice;
+  if (bytes < kFromBytes || table_ == nullptr || candidates.size() < 2) return choice;
   const int size_class = std::min(static_cast<int>(std::bit_width(bytes / kFromBytes)) - 1, kClasses - 1);
   choice.entry = static_cast<int>(kind) * kClasses + size_class;
-  const uint64_t call = entries_[choice.entry].calls++ % kPeriod;
-  if (call < 2 * kSamples) {
+  Entry& e = entries_[choice.entry];
+  const uint64_t call = e.calls++ % kPeriod;
+  const uint64_t explored = kSamples * candidates.size();
+  if (call < explored) {
     // A block of calls per schedule, the first of each untimed: a call leaves the caches in
     // the state its schedule's next call finds (alternating, the single-copy calls found the
     // slots' state and lost to them on the Xeon at 2 ranks, 1 MiB all-gather, where in a row
     // they were faster).
-    choice.single_copy = call >= kSamples;
+    choice.schedule = candidates[call / kSamples];
     choice.timed = rank_ == 0 && call % kSamples != 0;
     choice.start_slot = static_cast<unsigned>(explored_++ % 2);
+    e.explored = explored;
     starts_[2 * rank_ + choice.start_slot].store(steady_ns(), std::memory_order_relaxed);
-  } else if (call > 2 * kSamples) {
+  } else if (call > explored) {
     const uint8_t decided = table_[choice.entry].load(std::memory_order_acquire);
-    if (decided != kUndecided) choice.single_copy = decided == kSingleCopy;
+    if (decided != kUndecided) choice.schedule = static_cast<Schedule>(decided - 1);
   }
   return choice;
 }
@@ -58,24 +67,29 @@ void ScheduleTuner::done(const Choice& choice) {
   for (int r = 0; r < ranks_; ++r)
     last_start = std::max(last_start, starts_[2 * r + choice.start_slot].load(std::memory_order_relaxed));
   // Per byte: a class holds calls of up to twice each other's size.
-  double& best = e.best[choice.single_copy ? 1 : 0];
+  double& best = e.best[static_cast<int>(choice.schedule)];
   best = std::min(best, static_cast<double>(steady_ns() - last_start) / choice.bytes);
-  if (e.calls % kPeriod != 2 * kSamples) return;
-  const bool single_copy = prefer_single_copy(e.best[0], e.best[1], choice.fallback);
-  table_[choice.entry].store(single_copy ? kSingleCopy : kSlots, std::memory_order_release);
-  log().debug("{}: calls of {} KiB to {} KiB take {} (fastest through the slots {:.3f} ns/B, "
-              "single-copy {:.3f} ns/B)",
+  if (e.calls % kPeriod != e.explored) return;
+  const Schedule verdict = decide(e.best, choice.fallback);
+  table_[choice.entry].store(static_cast<uint8_t>(static_cast<int>(verdict) + 1),
+                             std::memory_order_release);
+  log().debug("{}: calls of {} KiB to {} KiB take {} (fastest ns/B: the slots {:.3f}, "
+              "single-copy {:.3f}, the slots whole {:.3f}; 1e300 = not a candidate)",
               kind_name(choice.entry), (kFromBytes << (choice.entry % kClasses)) / 1024,
-              (kFromBytes << (choice.entry % kClasses + 1)) / 1024,
-              single_copy ? "single-copy" : "the slots", e.best[0], e.best[1]);
-  e.best[0] = e.best[1] = kUnmeasured;
+              (kFromBytes << (choice.entry % kClasses + 1)) / 1024, schedule_name(verdict),
+              e.best[0], e.best[1], e.best[2]);
+  std::fill(std::begin(e.best), std::end(e.best), kUnmeasured);
 }
 
-bool ScheduleTuner::prefer_single_copy(double slots, double single_copy, bool fallback) {
+ScheduleTuner::Schedule ScheduleTuner::decide(const double (&best)[kSchedules], Schedule fallback) {
+  int fastest = 0;
+  for (int s = 1; s < kSchedules; ++s)
+    if (best[s] < best[fastest]) fastest = s;
   // Within the margin the fallback stays: samples of calls of tens of microseconds move by
   // that much from one to the next.
   constexpr double margin = 1.1;
-  return fallback ? single_copy < slots * margin : single_copy * margin < slots;
+  return best[fastest] * margin < best[static_cast<int>(fallback)] ? static_cast<Schedule>(fastest)
+                                                                  : fallback;
 }
 
 }  // namespace seam::collectives

@@ -1,13 +1,15 @@
 // Chooses, per call size, between the shared-memory schedules that move plain buffers: through
-// the slots (two user-space copies through the caches) or single-copy (the kernel reads the
-// peers' buffers). Which is faster depends on things only a measurement shows: the kernel's
-// copy speed, and where the host placed the ranks' cores (on the EPYC development machine, 1-4
-// MiB all-gathers through the slots were 0.65x Open MPI with the vCPUs close together and 4-5x
-// with them far apart, where a single copy from memory stays at about 1x).
+// the slots (two user-space copies through the caches), single-copy (the kernel reads the
+// peers' buffers), and for all-reduces of two ranks, through the slots with each rank folding
+// the whole buffer (no shares: at two ranks it moves as many bytes between the cores as shares
+// do, for one wait instead of two). Which is faster depends on things only a measurement shows:
+// the kernel's copy speed, and where the host placed the ranks' cores (on the EPYC development
+// machine, 1-4 MiB all-gathers through the slots were 0.65x Open MPI with the vCPUs close
+// together and 4-5x with them far apart, where a single copy from memory stays at about 1x).
 //
-// So calls of a size class (collective, power of two of bytes) first run each schedule a fixed
-// number of times in a row; rank 0 times them (from the last rank's start) and writes the
-// winner into the region, and
+// So calls of a size class (collective, power of two of bytes) first run each candidate
+// schedule a fixed number of times in a row; rank 0 times them (from the last rank's start) and
+// writes the winner into the region, and
 // from then on every rank reads it there. Every rank counts its calls per class alike (calls
 // come in the same order with the same sizes on every rank), so all run the same schedule
 // without a message: a rank reads the winner only from the second call after the exploration,
@@ -20,24 +22,38 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace seam::collectives {
 
 class ScheduleTuner {
  public:
   enum class Kind { all_reduce = 0, reduce_scatter = 1, all_gather = 2 };
+  /// How a call on plain buffers moves its data.
+  enum class Schedule : uint8_t {
+    slots = 0,        ///< through the slots; reductions of all but small calls in shares
+    single_copy = 1,  ///< the kernel reads the peers' buffers
+    slots_whole = 2,  ///< through the slots, every rank folding the whole buffer (all-reduce)
+  };
+  static constexpr int kSchedules = 3;
   /// Size classes per kind: powers of two of bytes from kFromBytes.
   static constexpr int kClasses = 32;
   /// Bytes of shared decisions a region holds for its tuner (one per kind and class).
   static constexpr size_t kTableBytes = 3 * kClasses;
   /// Calls from this size are tuned; smaller ones always take the slots (one wait, no syscall).
   static constexpr size_t kFromBytes = 64 * 1024;
+  /// Explored calls per schedule (a block of each candidate in turn); the fastest of each
+  /// block but its first call counts.
+  static constexpr uint64_t kSamples = 5;
+  /// The most calls of a size class before every rank runs the verdict: the exploration of
+  /// every schedule, then the call that still takes the fallback.
+  static constexpr int kSettlingCalls = kSamples * kSchedules + 1;
 
   /// One call's choice; hand it back to done() when the call ends.
   struct Choice {
-    bool single_copy = false;
+    Schedule schedule = Schedule::slots;
     bool timed = false;  ///< an exploration call on the deciding rank
-    bool fallback = false;
+    Schedule fallback = Schedule::slots;
     size_t bytes = 0;
     int entry = 0;
     unsigned start_slot = 0;  ///< where the ranks left this call's start times
@@ -51,23 +67,22 @@ class ScheduleTuner {
     ranks_ = ranks;
     rank_ = rank;
   }
-  /// The schedule for a call of `bytes` of `kind`; `fallback` where nothing is measured yet.
-  Choice choose(Kind kind, size_t bytes, bool fallback);
+  /// The schedule for a call of `bytes` of `kind`, one of `candidates` (alike on every rank;
+  /// explored in this order); `fallback` where nothing is measured yet.
+  Choice choose(Kind kind, size_t bytes, std::span<const Schedule> candidates, Schedule fallback);
   /// Records an exploration call's time; the last one of a round decides.
   void done(const Choice& choice);
-  /// The decision from the fastest time per byte of each schedule: the other one must be more
-  /// than 10% faster to replace the fallback.
-  static bool prefer_single_copy(double slots, double single_copy, bool fallback);
+  /// The decision from the fastest time per byte of each schedule (kUnmeasured where it did not
+  /// run): another must be more than 10% faster than the fallback to replace it.
+  static Schedule decide(const double (&best)[kSchedules], Schedule fallback);
+  static constexpr double kUnmeasured = 1e300;
 
  private:
-  /// Explored calls per schedule (a block of slots, then one of single-copy); the fastest of
-  /// each block but its first call counts.
-  static constexpr uint64_t kSamples = 5;
-  static constexpr double kUnmeasured = 1e300;
   static constexpr uint64_t kPeriod = 4096;
   struct Entry {
     uint64_t calls = 0;
-    double best[2] = {kUnmeasured, kUnmeasured};  // ns per byte, [single_copy]
+    uint64_t explored = 0;  // calls of the current exploration: kSamples per candidate
+    double best[kSchedules] = {kUnmeasured, kUnmeasured, kUnmeasured};  // ns per byte
   };
   std::atomic<uint8_t>* table_ = nullptr;
   // Every rank records when it started an explored call; rank 0 times the call from the last

@@ -36,22 +36,30 @@ TEST_CASE("scatterv and barrier have one schedule") {
 namespace seam::test {
 
 using collectives::ScheduleTuner;
+using Schedule = ScheduleTuner::Schedule;
 
-TEST_CASE("the schedule tuner explores each schedule in a row, then every rank reads rank 0's verdict") {
+TEST_CASE("the schedule tuner explores each candidate in a row, then every rank reads rank 0's verdict") {
   std::atomic<uint8_t> table[ScheduleTuner::kTableBytes] = {};
   std::atomic<int64_t> starts[4] = {};
   ScheduleTuner rank0, rank1;
   rank0.attach(table, starts, 2, 0);
   rank1.attach(table, starts, 2, 1);
   const size_t bytes = size_t{1} << 20;
-  // Small calls are never tuned: they keep the fallback and count nothing.
-  CHECK(rank1.choose(ScheduleTuner::Kind::all_gather, 1024, true).single_copy);
-  CHECK_FALSE(rank1.choose(ScheduleTuner::Kind::all_gather, 1024, false).single_copy);
-  for (int call = 0; call < 10; ++call) {
-    auto a = rank0.choose(ScheduleTuner::Kind::all_gather, bytes, false);
-    auto b = rank1.choose(ScheduleTuner::Kind::all_gather, bytes, false);
-    CHECK(a.single_copy == (call >= 5));
-    CHECK(b.single_copy == a.single_copy);
+  const Schedule two[] = {Schedule::slots, Schedule::single_copy};
+  const Schedule three[] = {Schedule::slots, Schedule::slots_whole, Schedule::single_copy};
+  // Small calls are never tuned: they keep the fallback and count nothing; nor are calls with
+  // one candidate.
+  CHECK(rank1.choose(ScheduleTuner::Kind::all_gather, 1024, two, Schedule::single_copy).schedule ==
+        Schedule::single_copy);
+  CHECK(rank1.choose(ScheduleTuner::Kind::all_gather, 1024, two, Schedule::slots).schedule ==
+        Schedule::slots);
+  CHECK(rank1.choose(ScheduleTuner::Kind::all_gather, bytes, std::span(two, 1), Schedule::slots)
+            .schedule == Schedule::slots);
+  for (int call = 0; call < 15; ++call) {
+    auto a = rank0.choose(ScheduleTuner::Kind::all_reduce, bytes, three, Schedule::slots);
+    auto b = rank1.choose(ScheduleTuner::Kind::all_reduce, bytes, three, Schedule::slots);
+    CHECK(a.schedule == three[call / 5]);
+    CHECK(b.schedule == a.schedule);
     CHECK(a.timed == (call % 5 != 0));  // the first call of each block warms up
     CHECK_FALSE(b.timed);
     // Both left their start where rank 0 looks for it.
@@ -62,20 +70,29 @@ TEST_CASE("the schedule tuner explores each schedule in a row, then every rank r
   }
   // Rank 0 decided at the end of the last explored call; the next call still takes the
   // fallback (a peer may have chosen before the verdict was written), the ones after the verdict.
-  const uint8_t verdict = table[2 * ScheduleTuner::kClasses + 4].load();
+  const uint8_t verdict = table[0 * ScheduleTuner::kClasses + 4].load();
   REQUIRE(verdict != 0);
-  CHECK_FALSE(rank1.choose(ScheduleTuner::Kind::all_gather, bytes, false).single_copy);
-  CHECK(rank1.choose(ScheduleTuner::Kind::all_gather, bytes, false).single_copy == (verdict == 2));
-  // Other kinds and size classes have their own counts: they start exploring with the slots.
-  CHECK_FALSE(rank1.choose(ScheduleTuner::Kind::all_reduce, bytes, true).single_copy);
-  CHECK_FALSE(rank1.choose(ScheduleTuner::Kind::all_gather, 2 * bytes, true).single_copy);
+  CHECK(rank1.choose(ScheduleTuner::Kind::all_reduce, bytes, three, Schedule::slots).schedule ==
+        Schedule::slots);
+  CHECK(static_cast<int>(
+            rank1.choose(ScheduleTuner::Kind::all_reduce, bytes, three, Schedule::slots).schedule) ==
+        verdict - 1);
+  // Other kinds and size classes have their own counts: they start exploring the first candidate.
+  CHECK(rank1.choose(ScheduleTuner::Kind::all_gather, bytes, two, Schedule::single_copy).schedule ==
+        Schedule::slots);
+  CHECK(rank1.choose(ScheduleTuner::Kind::all_reduce, 2 * bytes, three, Schedule::single_copy)
+            .schedule == Schedule::slots);
 }
 
-TEST_CASE("the schedule tuner keeps the fallback unless the other schedule is more than 10% faster") {
-  CHECK(ScheduleTuner::prefer_single_copy(1.0, 1.05, true));
-  CHECK_FALSE(ScheduleTuner::prefer_single_copy(1.0, 1.15, true));
-  CHECK_FALSE(ScheduleTuner::prefer_single_copy(1.0, 0.95, false));
-  CHECK(ScheduleTuner::prefer_single_copy(1.0, 0.85, false));
+TEST_CASE("the schedule tuner keeps the fallback unless another schedule is more than 10% faster") {
+  constexpr double none = ScheduleTuner::kUnmeasured;
+  CHECK(ScheduleTuner::decide({1.0, 1.05, none}, Schedule::single_copy) == Schedule::single_copy);
+  CHECK(ScheduleTuner::decide({1.0, 1.15, none}, Schedule::single_copy) == Schedule::slots);
+  CHECK(ScheduleTuner::decide({1.0, 0.95, none}, Schedule::slots) == Schedule::slots);
+  CHECK(ScheduleTuner::decide({1.0, 0.85, none}, Schedule::slots) == Schedule::single_copy);
+  // Of three, the fastest replaces the fallback.
+  CHECK(ScheduleTuner::decide({1.0, 0.85, 0.7}, Schedule::slots) == Schedule::slots_whole);
+  CHECK(ScheduleTuner::decide({1.0, 0.85, 0.8}, Schedule::single_copy) == Schedule::single_copy);
 }
 
 }  // namespace seam::test

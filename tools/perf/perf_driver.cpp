@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "kernels/reduce/reduce.h"
+#include "runtime/collectives/schedules.h"
+#include "runtime/collectives/shm_tuner.h"
 #include "layouts/tensor.h"
 #include "tools/perf/membw.h"
 #include "tools/perf/mpi_baseline.h"
@@ -127,7 +129,13 @@ double median_seconds(int warmup, int iters, Call call) {
 struct Row {
   double seconds[3] = {0, 0, 0};  // out-of-place, in-place, MPI (slowest rank's median)
   double wrong[2] = {0, 0};       // elements wrong, summed over ranks
+  std::string_view schedule;      // the shared-memory schedule of the timed out-of-place calls
 };
+
+/// Seam's untimed calls before each row's out-of-place ones: -w, plus the calls in which the
+/// shared-memory schedule tuner explores the size class, so the row times the schedule it
+/// settled on (as an engine's steady state would).
+int seam_warmup(int warmup) { return warmup + collectives::ScheduleTuner::kSettlingCalls; }
 
 class Driver {
  public:
@@ -162,7 +170,9 @@ class Driver {
         c_.seam(comm_, b.send_of(in_place), b.recv_of(in_place), s, a_.dtype, a_.op).wait();
       };
       comm_.barrier().wait();
-      row.seconds[in_place] = median_seconds(a_.warmup, a_.iters, call);
+      row.seconds[in_place] = median_seconds(in_place ? a_.warmup : seam_warmup(a_.warmup),
+                                             a_.iters, call);
+      if (!in_place) row.schedule = collectives::last_shm_schedule();
       if (a_.check) {
         if (in_place)
           b.reset_in_place();
@@ -197,9 +207,10 @@ class Driver {
                 std::string(kernels::reduce_isa_name(kernels::best_reduce_isa())).c_str());
     std::printf("# membw %.2f GB/s: memcpy bytes read + written per second, all %d ranks at once\n",
                 membw_ / 1e9, n_);
-    std::printf("# time: median of -n %d iterations after -w %d, slowest rank; -c %d; "
-                "seam/mpi and %%bound use the out-of-place time\n",
-                a_.iters, a_.warmup, a_.check ? 1 : 0);
+    std::printf("# time: median of -n %d iterations after -w %d (Seam's out-of-place: %d, the "
+                "schedule tuner's exploration included), slowest rank; -c %d; seam/mpi and "
+                "%%bound use the out-of-place time\n",
+                a_.iters, a_.warmup, seam_warmup(a_.warmup), a_.check ? 1 : 0);
     std::printf("# buffers: %s (both libraries run on them)\n",
                 a_.shared_memory ? "SharedHostMemory, -R 1 (Seam's zero-copy schedules)"
                                  : "plain host memory, -R 0");
@@ -234,11 +245,15 @@ class Driver {
       std::snprintf(mpi, sizeof mpi, "%9s %8s", "n/a", "n/a");
     double bound_seconds = c_.bound_bytes(size, n_) / membw_;
     auto algorithm = collectives::choose_algorithm(c_.kind, n_, bytes, comm_.transport_name());
+    // Shared-memory calls also name their schedule.
+    std::string path(collectives::algorithm_name(algorithm));
+    if (algorithm == collectives::Algorithm::shm && !row.schedule.empty())
+      path.append(":").append(row.schedule);
     std::printf("  %10zu %12zu %8s %6s   %s   %s   %s %6.1f  %s\n", bytes, count,
                 std::string(dtype_name(a_.dtype)).c_str(),
                 c_.reduces ? std::string(reduce_op_name(a_.op)).c_str() : "none", cells[0].c_str(),
                 cells[1].c_str(), mpi, row.seconds[0] > 0 ? 100 * bound_seconds / row.seconds[0] : 0.0,
-                std::string(collectives::algorithm_name(algorithm)).c_str());
+                path.c_str());
     std::fflush(stdout);
   }
 
