@@ -263,8 +263,9 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   const size_t total = off.back();
   if (const uint64_t send_handle = zero_copy_handle(send, total * es, total * es)) {
     log().debug("{}: shm schedule zero-copy ({} B in SharedHostMemory)", collective, total * es);
-    comm::Task reduce = zero_copy_reduce_scatter(g, *region, collective, send, out, send_handle,
-                                                 counts, dtype, op);
+    const ZeroCopyHandles handles{send_handle, zero_copy_handle(out, counts[me] * es, total * es)};
+    comm::Task reduce =
+        zero_copy_reduce_scatter(g, *region, collective, send, out, handles, counts, dtype, op);
     co_await comm::run(reduce);
     region.finish();
     co_return;

@@ -23,6 +23,14 @@ const char* kind_name(int entry) {
   return names[entry / ScheduleTuner::kClasses];
 }
 
+/// The median of `samples` (kUnmeasured when empty).
+double median(std::span<double> samples) {
+  if (samples.empty()) return ScheduleTuner::kUnmeasured;
+  std::sort(samples.begin(), samples.end());
+  const size_t mid = samples.size() / 2;
+  return samples.size() % 2 ? samples[mid] : (samples[mid - 1] + samples[mid]) / 2;
+}
+
 const char* schedule_name(ScheduleTuner::Schedule s) {
   static const char* const names[] = {"the slots", "single-copy", "the slots, whole"};
   return names[static_cast<int>(s)];
@@ -46,6 +54,7 @@ ScheduleTuner::Choice ScheduleTuner::choose(Kind kind, size_t bytes,
     // the state its schedule's next call finds (alternating, the single-copy calls found the
     // slots' state and lost to them on the Xeon at 2 ranks, 1 MiB all-gather, where in a row
     // they were faster).
+    if (call == 0) e.taken.fill(0);  // an exploration cut short by a failed call left samples
     choice.schedule = candidates[call / kSamples];
     choice.timed = rank_ == 0 && call % kSamples != 0;
     choice.start_slot = static_cast<unsigned>(explored_++ % 2);
@@ -67,29 +76,35 @@ void ScheduleTuner::done(const Choice& choice) {
   for (int r = 0; r < ranks_; ++r)
     last_start = std::max(last_start, starts_[2 * r + choice.start_slot].load(std::memory_order_relaxed));
   // Per byte: a class holds calls of up to twice each other's size.
-  double& best = e.best[static_cast<int>(choice.schedule)];
-  best = std::min(best, static_cast<double>(steady_ns() - last_start) / choice.bytes);
+  const int s = static_cast<int>(choice.schedule);
+  e.samples[s][e.taken[s]++] = static_cast<double>(steady_ns() - last_start) / choice.bytes;
   if (e.calls % kPeriod != e.explored) return;
-  const Schedule verdict = decide(e.best, choice.fallback);
+  double typical[kSchedules];
+  for (int t = 0; t < kSchedules; ++t) {
+    typical[t] = median(std::span(e.samples[t].data(), e.taken[t]));
+    e.taken[t] = 0;
+  }
+  const Schedule verdict = decide(typical, choice.fallback);
   table_[choice.entry].store(static_cast<uint8_t>(static_cast<int>(verdict) + 1),
                              std::memory_order_release);
-  log().debug("{}: calls of {} KiB to {} KiB take {} (fastest ns/B: the slots {:.3f}, "
+  log().debug("{}: calls of {} KiB to {} KiB take {} (median ns/B: the slots {:.3f}, "
               "single-copy {:.3f}, the slots whole {:.3f}; 1e300 = not a candidate)",
               kind_name(choice.entry), (kFromBytes << (choice.entry % kClasses)) / 1024,
               (kFromBytes << (choice.entry % kClasses + 1)) / 1024, schedule_name(verdict),
-              e.best[0], e.best[1], e.best[2]);
-  std::fill(std::begin(e.best), std::end(e.best), kUnmeasured);
+              typical[0], typical[1], typical[2]);
 }
 
-ScheduleTuner::Schedule ScheduleTuner::decide(const double (&best)[kSchedules], Schedule fallback) {
+ScheduleTuner::Schedule ScheduleTuner::decide(const double (&typical)[kSchedules],
+                                              Schedule fallback) {
   int fastest = 0;
   for (int s = 1; s < kSchedules; ++s)
-    if (best[s] < best[fastest]) fastest = s;
+    if (typical[s] < typical[fastest]) fastest = s;
   // Within the margin the fallback stays: samples of calls of tens of microseconds move by
   // that much from one to the next.
   constexpr double margin = 1.1;
-  return best[fastest] * margin < best[static_cast<int>(fallback)] ? static_cast<Schedule>(fastest)
-                                                                  : fallback;
+  return typical[fastest] * margin < typical[static_cast<int>(fallback)]
+             ? static_cast<Schedule>(fastest)
+             : fallback;
 }
 
 }  // namespace seam::collectives

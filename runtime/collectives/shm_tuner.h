@@ -42,8 +42,8 @@ class ScheduleTuner {
   static constexpr size_t kTableBytes = 3 * kClasses;
   /// Calls from this size are tuned; smaller ones always take the slots (one wait, no syscall).
   static constexpr size_t kFromBytes = 64 * 1024;
-  /// Explored calls per schedule (a block of each candidate in turn); the fastest of each
-  /// block but its first call counts.
+  /// Explored calls per schedule (a block of each candidate in turn); all of a block's calls
+  /// but its first are timed.
   static constexpr uint64_t kSamples = 5;
   /// The most calls of a size class before every rank runs the verdict: the exploration of
   /// every schedule, then the call that still takes the fallback.
@@ -72,9 +72,12 @@ class ScheduleTuner {
   Choice choose(Kind kind, size_t bytes, std::span<const Schedule> candidates, Schedule fallback);
   /// Records an exploration call's time; the last one of a round decides.
   void done(const Choice& choice);
-  /// The decision from the fastest time per byte of each schedule (kUnmeasured where it did not
-  /// run): another must be more than 10% faster than the fallback to replace it.
-  static Schedule decide(const double (&best)[kSchedules], Schedule fallback);
+  /// The decision from the median time per byte of each schedule's timed calls (kUnmeasured
+  /// where it did not run): another must be more than 10% faster than the fallback to replace
+  /// it. The median, not the fastest: a schedule that is fast at best but slow as often loses
+  /// to a steady one (dev machine, 64 MiB bf16 all-gathers: the slots, chosen by their fastest
+  /// call, then ran at 1.9x Open MPI's median).
+  static Schedule decide(const double (&typical)[kSchedules], Schedule fallback);
   static constexpr double kUnmeasured = 1e300;
 
  private:
@@ -82,7 +85,8 @@ class ScheduleTuner {
   struct Entry {
     uint64_t calls = 0;
     uint64_t explored = 0;  // calls of the current exploration: kSamples per candidate
-    double best[kSchedules] = {kUnmeasured, kUnmeasured, kUnmeasured};  // ns per byte
+    std::array<std::array<double, kSamples - 1>, kSchedules> samples{};  // ns per byte
+    std::array<unsigned, kSchedules> taken{};                           // samples per schedule
   };
   std::atomic<uint8_t>* table_ = nullptr;
   // Every rank records when it started an explored call; rank 0 times the call from the last

@@ -1,7 +1,8 @@
 // Zero-copy schedules: for calls whose buffers lie in SharedHostMemory on every rank, each rank
 // maps its peers' buffers (once per allocation) and works on them in place. An all-reduce folds
 // this rank's share of every rank's input and writes it into every rank's output; a
-// reduce-scatter folds this rank's block out of every input; an all-gather writes this rank's
+// reduce-scatter folds this rank's block out of every input (or, where the outputs are shared
+// too, an even share of all blocks into their owners' outputs); an all-gather writes this rank's
 // block into every output. Each byte is read once and written where it belongs: no slots, no
 // kernel copy. Two waits per call: the peers' buffers are announced, and all ranks are done.
 #pragma once
@@ -25,9 +26,10 @@ struct ZeroCopyHandles {
 
 comm::Task zero_copy_all_reduce(Group& g, ShmRegion& region, const char* send, char* recv,
                                 ZeroCopyHandles handles, size_t count, DType dtype, ReduceOp op);
-/// Needs handles.send (peers read this rank's input).
+/// Needs handles.send (peers read this rank's input); handles.recv, out's, where out lies in
+/// SharedHostMemory (peers may then write into it).
 comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_view collective,
-                                    const char* send, char* out, uint64_t send_handle,
+                                    const char* send, char* out, ZeroCopyHandles handles,
                                     const std::vector<size_t>& counts, DType dtype, ReduceOp op);
 /// Needs handles.recv (peers write their blocks into this rank's output).
 comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view collective,
