@@ -60,7 +60,11 @@ struct FfnPermissions {
 };
 FfnPermissions ffn_permissions(const Topology& t, BatchVariant v, bool on_cp_shards) {
   const bool cp_shards = t.prefill_cp_shards_tokens();
-  if (cp_shards && t.cp_over_attn_cp) return {v != BatchVariant::CONTEXT_PARALLEL, true};
+  // The DSA/MLA CP reduce-scatter exists only without attention DP (§3.3: it asserts attn_dp
+  // == 1); under DP x CP the next rule applies, so no batch defers, reduce-scatters or RSvs
+  // its sum (§2.6 row 17). (A decode batch there chose a DP reduce-scatter, which the row moves
+  // cannot run under attention CP.)
+  if (cp_shards && t.cp_over_attn_cp && !t.attn_dp_enabled()) return {v != BatchVariant::CONTEXT_PARALLEL, true};
   if (cp_shards || t.attn_dp_enabled()) {
     const bool ok = t.attn_cp == 1 || on_cp_shards;
     return {ok, ok};

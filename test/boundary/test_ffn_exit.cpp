@@ -162,3 +162,24 @@ TEST_CASE("decide: RSv/RS bound for the next layer; scatter-only, last-layer, no
   CHECK(in_region.flags == ExitFlags{});
   CHECK(ffn_layer(sp).decide_ffn_exit(batch(sp)).completion == FfnCompletion::CARRY_SUM);  // outside the region
 }
+
+TEST_CASE("under attention DP x DSA/MLA CP no batch reduce-scatters, RSvs or defers its FFN sum (§2.6 row 17)") {
+  // The CP reduce-scatter needs attn_dp == 1 (§3.3), and the DP moves cannot reduce-scatter over
+  // CP ranks: a decode batch on this topology (rows whole on every CP rank) scatters back.
+  PlanContext ctx;
+  ctx.topology = Topology::make(8, 2, 2);
+  ctx.topology.enable_prefill_cp = ctx.topology.cp_over_attn_cp = true;
+  ctx.topology.moe_ep = 2;  // RSv's topology condition holds too (moe_ep == attn_dp)
+  ctx.topology.moe_tp = 4;
+  ctx.topology.validate();
+  for (ReductionPolicy policy : {ReductionPolicy::RS, ReductionPolicy::RSV, ReductionPolicy::RS_RSV}) {
+    ctx.policy = policy;
+    for (PaddingMode mode : {PaddingMode::MAX_LEN, PaddingMode::SUM_LEN}) {
+      const FfnDecision d = ffn_layer(ctx).decide_ffn_exit(batch(ctx, mode));
+      CHECK(d.dp_step == DpStep::SCATTER);
+      CHECK_FALSE(d.flags.mlp_reduce_scatter);
+      CHECK_FALSE(d.flags.fuse_mlp_allreduce);
+      CHECK(d.completion == FfnCompletion::COMPLETE_NOW);
+    }
+  }
+}

@@ -157,6 +157,24 @@ seam_add_sim_test(tp2_cp2_rs_AE NP 2 ARGS --tp 2 --attn-cp 2 --policy rs --patte
   EXPECT "ffn->attn \\[CONTEXT_PARALLEL\\]: MOE_OUTPUT sum completed by ATTN_CP reduce_scatter at exit.*ATTN_CP +reduce_scatter")
 seam_add_sim_test(tp4_cp2_pp2_ar_MMF_bf16 NP 8 ARGS --tp 4 --attn-cp 2 --pp 2 --policy ar --pattern MMF --layers 2 --tokens 9 --dtype bf16
   EXPECT "# pipeline stage 1[^#]*attn->ffn \\[CONTEXT_PARALLEL\\] input: ATTN_TP all_reduce[^\n]*input CP gather")
+# ... under attention DP too (#17): the FFN input's DP gather places each CP rank's equal shard in
+# its replica's slot, and the exit takes the shard back; no RS, RSv or deferral, whatever the policy.
+seam_add_sim_test(tp8_dp2_cp2_rsrsv_AF NP 8 ARGS --tp 8 --attn-dp 2 --attn-cp 2 --policy rs+rsv --pattern AF --layers 2 --tokens 8,5
+  EXPECT "attn->ffn \\[CONTEXT_PARALLEL\\] input: DP gather \\(partial, completes ATTN_TP, places CP shards\\).*ffn->attn \\[CONTEXT_PARALLEL\\]: TP all_reduce in compute, DP\\+CP take-back at exit")
+seam_add_sim_test(tp4_dp2_cp2_rs_AE_idle NP 4 ARGS --tp 4 --attn-dp 2 --attn-cp 2 --policy rs --pattern AE --layers 2 --tokens 7,0
+  EXPECT "DP gather \\(replicate, places CP shards\\).*MOE_OUTPUT all_reduce in compute, DP\\+CP take-back at exit")
+seam_add_sim_test(tp4_dp2_cp2_pp2_ar_MMF_bf16 NP 8 ARGS --tp 4 --attn-dp 2 --attn-cp 2 --pp 2 --policy ar --pattern MMF --layers 2 --tokens 9,4 --dtype bf16
+  EXPECT "# pipeline stage 1[^#]*DP\\+CP take-back at exit")
+# Decode batches on a CP topology (--cp-decode: every CP rank holds its replica's rows whole): without
+# attention DP the FFN's sum moves on as on any decode batch (#7); under attention DP the DP gather
+# has only CP rank 0 write each replica's rows, and the sum comes back by all-reduce + DP scatter,
+# never by a DP reduce-scatter (#17: it cannot reduce-scatter over CP ranks; rs+rsv once chose it).
+seam_add_sim_test(tp4_cp2_rs_AF_decode NP 4 ARGS --tp 4 --attn-cp 2 --policy rs --pattern AF --layers 2 --tokens 7 --cp-decode
+  EXPECT "ffn->attn \\[ORDINARY\\]: TP all_reduce at next input \\(deferred\\)")
+seam_add_sim_test(tp8_dp2_cp2_rsrsv_AF_decode NP 8 ARGS --tp 8 --attn-dp 2 --attn-cp 2 --policy rs+rsv --pattern AF --layers 2 --tokens 8,5 --cp-decode
+  EXPECT "ffn->attn \\[ORDINARY\\]: TP all_reduce in compute, DP scatter at exit")
+seam_add_sim_test(tp8_dp2_cp2_rs_AE_decode_sum NP 8 ARGS --tp 8 --attn-dp 2 --attn-cp 2 --policy rs --pattern AE --layers 2 --tokens 0,5 --padding sum --cp-decode
+  EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT all_reduce in compute, DP scatter at exit")
 
 # Experts over EP x MoE-TP (--moe-ep): the merged post-experts sum is not one all-reduce, so the MoE
 # completes it in compute (#8); with moe_ep == attn_dp under attention TP 2 the RSv topology holds
@@ -244,3 +262,7 @@ seam_add_sim_test(tp4_cp2_rs_AF_tbo_capture NP 4 ARGS --tp 4 --attn-cp 2 --polic
   EXPECT "# tbo: split before L0 A: layer input \\{ATTN_CP\\} -> keep")
 seam_add_sim_test(tp4_cp2_pp2_ar_MMF_tbo_bf16 NP 8 ARGS --tp 4 --attn-cp 2 --pp 2 --policy ar --pattern MMF --layers 2 --tokens 9 --microbatches 2 --dtype bf16
   EXPECT "# pipeline stage 1[^#]*# tbo: split before L3 M: layer input \\{ATTN_CP\\} -> keep")
+seam_add_sim_test(tp8_dp2_cp2_rsrsv_AE_tbo NP 8 ARGS --tp 8 --attn-dp 2 --attn-cp 2 --policy rs+rsv --pattern AE --layers 2 --tokens 8,5 --microbatches 2
+  EXPECT "# tbo: split before L0 A: layer input \\{ATTN_DP,ATTN_CP\\} -> keep")
+seam_add_sim_test(tp8_dp2_cp2_rs_AF_decode_tbo NP 8 ARGS --tp 8 --attn-dp 2 --attn-cp 2 --policy rs --pattern AF --layers 2 --tokens 8,5 --microbatches 2 --cp-decode
+  EXPECT "ffn->attn \\[ORDINARY\\]: TP all_reduce in compute, DP scatter at exit.*# tbo: split before L0 A")

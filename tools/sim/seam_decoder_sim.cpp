@@ -64,7 +64,7 @@ ModelConfig model_of(const SimArgs& a) {
 }
 
 BatchVariant variant_of(const SimArgs& a) {
-  return select_batch_variant({.input_scattered = a.input_scattered, .shards_over_cp = a.attn_cp > 1});
+  return select_batch_variant({.input_scattered = a.input_scattered, .shards_over_cp = a.attn_cp > 1 && !a.cp_decode});
 }
 
 // Every pipeline stage's plan, as its ranks bind it, and where two-batch overlap splits it.
@@ -184,8 +184,10 @@ int run(int argc, char** argv) {
   boundary::rows::PipelineHandoff handoff(groups);
   residual::ForwardBatch batch;
   const BatchVariant variant = variant_of(args);
-  batch.facts = BatchFacts::make(args.tokens, groups.attn().dp, ctx.topology.attn_tp * ctx.topology.attn_cp,
-                                 args.padding_mode(), variant);
+  batch.facts = with_cp_shards_under_dp(
+      BatchFacts::make(args.tokens, groups.attn().dp, ctx.topology.attn_tp * ctx.topology.attn_cp,
+                       args.padding_mode(), variant),
+      ctx.topology);
   // A set of stage runners per microbatch: a runner's buffers serve one live stream at a time.
   std::vector<Runners> runners;
   for (int m = 0; m < args.microbatches; ++m) runners.push_back(bind_runners(stack, groups));

@@ -13,7 +13,7 @@ namespace {
 
 void usage() {
   std::puts(
-      "usage: mpirun -n <tp*pp> seam_decoder_sim --pattern AF [--layers N] [--tp N] [--attn-dp N] [--attn-cp N]\n"
+      "usage: mpirun -n <tp*pp> seam_decoder_sim --pattern AF [--layers N] [--tp N] [--attn-dp N] [--attn-cp N [--cp-decode]]\n"
       "         [--pp N] [--moe-ep N] [--dense-tp 1] [--input-scattered] [--policy ar|rs|rsv|rs+rsv|auto]\n"
       "         [--tokens a,b,...] [--padding max|sum|auto] [--dtype fp32|bf16] [--hidden N] [--seed N]\n"
       "         [--capture] [--microbatches 2] [--no-fusion] [--quiet]\n"
@@ -23,7 +23,8 @@ void usage() {
       "  Experts are sharded over EP = --moe-ep (default tp), each expert's columns over MoE-TP = tp / EP.\n"
       "  --dense-tp 1 runs dense FFNs fully data-parallel, each rank on its own attention-TP slice of rows.\n"
       "  --attn-cp N runs a context-parallel (DSA/MLA-style prefill CP) batch: each CP rank holds an equal\n"
-      "  shard of the tokens (no attention DP).\n"
+      "  shard of its replica's tokens; with --cp-decode, a decode batch on that topology instead (every CP\n"
+      "  rank holds its replica's rows whole).\n"
       "  --input-scattered runs INPUT_SCATTERED batches: the embedding is a TP partial (a vocab-parallel\n"
       "  embedding), attention reads on attention-TP slices and gathers its input itself.\n"
       "  --capture makes every attention prepare capture its updated residual (on its producer's rows);\n"
@@ -83,6 +84,7 @@ SimArgs parse_sim_args(int argc, char** argv) {
     else if (flag == "--seed") a.seed = std::stoull(value());
     else if (flag == "--no-fusion") a.fusion = false;
     else if (flag == "--input-scattered") a.input_scattered = true;
+    else if (flag == "--cp-decode") a.cp_decode = true;
     else if (flag == "--capture") a.capture = true;
     else if (flag == "--microbatches") a.microbatches = std::stoi(value());
     else if (flag == "--quiet") a.quiet = true;
@@ -102,8 +104,8 @@ SimArgs parse_sim_args(int argc, char** argv) {
     throw ValueError("--attn-dp * --attn-cp must divide --tp");
   if (a.moe_ep < 0 || (a.moe_ep > 0 && a.tp % a.moe_ep != 0)) throw ValueError("--moe-ep must divide --tp");
   if (a.microbatches != 1 && a.microbatches != 2) throw ValueError("--microbatches must be 1 or 2");
-  if (a.attn_cp > 1 && (a.attn_dp > 1 || a.input_scattered))
-    throw ValueError("--attn-cp runs without attention DP and without --input-scattered");
+  if (a.attn_cp > 1 && a.input_scattered) throw ValueError("--attn-cp runs without --input-scattered");
+  if (a.cp_decode && a.attn_cp == 1) throw ValueError("--cp-decode needs --attn-cp");
   if (static_cast<int>(a.tokens.size()) != a.attn_dp)
     throw ValueError("--tokens needs one entry per attention-DP replica (" + std::to_string(a.attn_dp) + ")");
   if (std::accumulate(a.tokens.begin(), a.tokens.end(), int64_t{0}) == 0)

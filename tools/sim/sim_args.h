@@ -17,6 +17,7 @@ struct SimArgs {
   int tp = 1;
   int attn_dp = 1;                     ///< attn_tp = tp / (attn_dp * attn_cp)
   int attn_cp = 1;                     ///< > 1: a DSA/MLA-style prefill-CP batch, equal shards over attention CP
+  bool cp_decode = false;              ///< with attn_cp > 1: a decode batch instead, whole on every CP rank
   int pp = 1;
   int moe_ep = 0;                      ///< expert parallel size (0 = tp); MoE-TP = tp / moe_ep
   int dense_tp = 0;                    ///< dense FFN TP size: 1 (fully DP, on this rank's rows) or tp (0 = tp)
