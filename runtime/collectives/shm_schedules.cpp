@@ -67,7 +67,8 @@ ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes
   size_t count = 1;
   if (kind == Kind::all_reduce && region.ranks() == 2) candidates[count++] = Schedule::slots_whole;
   if (single_copy) candidates[count++] = Schedule::single_copy;
-  const bool single_copy_first = region.single_copy_preferred() && bytes >= kSingleCopyBytes &&
+  const bool single_copy_first = single_copy && region.single_copy_preferred() &&
+                                 bytes >= kSingleCopyBytes &&
                                  (kind == Kind::all_gather || region.ranks() == 2);
   return region.tuner().choose(kind, bytes, std::span(candidates, count),
                                single_copy_first ? Schedule::single_copy : Schedule::slots);
