@@ -50,19 +50,18 @@ constexpr size_t kSingleCopyBytes = size_t{1} << 20;
 using Kind = ScheduleTuner::Kind;
 using Schedule = ScheduleTuner::Schedule;
 
-/// The schedule for a call of `bytes` on plain buffers. With SEAM_SHM_SINGLE_COPY_BYTES set:
-/// single-copy from that many bytes (0 = never) and the slots below. Otherwise whichever the
-/// region's tuner measured fastest among those this group can run: the slots, single-copy where
-/// the ranks may read each other's memory, and at two ranks the slots folding the whole buffer
-/// for all-reduces.
+/// The schedule for a call of `bytes` on plain buffers: whichever the region's tuner measured
+/// fastest among those this group can run. The slot schedules always (the slots; at two ranks
+/// for all-reduces also the slots folding the whole buffer); single-copy where the ranks may read
+/// each other's memory, unless SEAM_SHM_SINGLE_COPY_BYTES pins it: 0 never, N from N bytes on.
 ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes) {
   const int64_t setting = Config::get().shm_single_copy_bytes;
-  const bool single_copy = region.single_copy() && setting != 0;
-  if (single_copy && setting > 0) {
-    ScheduleTuner::Choice forced;
-    if (bytes >= static_cast<size_t>(setting)) forced.schedule = Schedule::single_copy;
-    return forced;
+  if (region.single_copy() && setting > 0 && bytes >= static_cast<size_t>(setting)) {
+    ScheduleTuner::Choice pinned;
+    pinned.schedule = Schedule::single_copy;
+    return pinned;
   }
+  const bool single_copy = region.single_copy() && setting < 0;  // a candidate
   Schedule candidates[ScheduleTuner::kSchedules] = {Schedule::slots};
   size_t count = 1;
   if (kind == Kind::all_reduce && region.ranks() == 2) candidates[count++] = Schedule::slots_whole;

@@ -132,10 +132,10 @@ struct Row {
   std::string_view schedule;      // the shared-memory schedule of the timed out-of-place calls
 };
 
-/// Seam's untimed calls before each row's out-of-place ones: -w, plus the calls in which the
+/// Untimed calls before each row's out-of-place and MPI ones: -w, plus the calls in which the
 /// shared-memory schedule tuner explores the size class, so the row times the schedule it
-/// settled on (as an engine's steady state would).
-int seam_warmup(int warmup) { return warmup + collectives::ScheduleTuner::kSettlingCalls; }
+/// settled on (as an engine's steady state would); MPI gets as many.
+int settled_warmup(int warmup) { return warmup + collectives::ScheduleTuner::kSettlingCalls; }
 
 class Driver {
  public:
@@ -170,7 +170,7 @@ class Driver {
         c_.seam(comm_, b.send_of(in_place), b.recv_of(in_place), s, a_.dtype, a_.op).wait();
       };
       comm_.barrier().wait();
-      row.seconds[in_place] = median_seconds(in_place ? a_.warmup : seam_warmup(a_.warmup),
+      row.seconds[in_place] = median_seconds(in_place ? a_.warmup : settled_warmup(a_.warmup),
                                              a_.iters, call);
       if (!in_place) row.schedule = collectives::last_shm_schedule();
       if (a_.check) {
@@ -185,7 +185,7 @@ class Driver {
     if (mpi_.active()) {
       MpiArgs args = mpi_.args(a_.dtype, a_.op);
       MPI_Barrier(MPI_COMM_WORLD);
-      row.seconds[2] = median_seconds(a_.warmup, a_.iters,
+      row.seconds[2] = median_seconds(settled_warmup(a_.warmup), a_.iters,
                                       [&] { c_.mpi(b.send.data(), b.recv.data(), s, args); });
     }
     comm_.all_reduce(row.seconds, row.seconds, 3, DType::f64, ReduceOp::max).wait();
@@ -207,10 +207,10 @@ class Driver {
                 std::string(kernels::reduce_isa_name(kernels::best_reduce_isa())).c_str());
     std::printf("# membw %.2f GB/s: memcpy bytes read + written per second, all %d ranks at once\n",
                 membw_ / 1e9, n_);
-    std::printf("# time: median of -n %d iterations after -w %d (Seam's out-of-place: %d, the "
-                "schedule tuner's exploration included), slowest rank; -c %d; seam/mpi and "
-                "%%bound use the out-of-place time\n",
-                a_.iters, a_.warmup, seam_warmup(a_.warmup), a_.check ? 1 : 0);
+    std::printf("# time: median of -n %d iterations after -w %d (out-of-place and MPI: %d, so "
+                "the schedule tuner has settled), slowest rank; -c %d; seam/mpi and %%bound use "
+                "the out-of-place time\n",
+                a_.iters, a_.warmup, settled_warmup(a_.warmup), a_.check ? 1 : 0);
     std::printf("# buffers: %s (both libraries run on them)\n",
                 a_.shared_memory ? "SharedHostMemory, -R 1 (Seam's zero-copy schedules)"
                                  : "plain host memory, -R 0");
