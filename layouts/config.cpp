@@ -55,6 +55,10 @@ Config Config::from_env() {
   c.shm_ring_bytes = static_cast<size_t>(ring);
   c.shm_cma_bytes = env_threshold("SEAM_SHM_CMA_BYTES", c.shm_cma_bytes);
   c.shm_single_copy_bytes = env_threshold("SEAM_SHM_SINGLE_COPY_BYTES", c.shm_single_copy_bytes);
+  c.shm_schedule = env_string("SEAM_SHM_SCHEDULE", "");
+  if (!c.shm_schedule.empty() && c.shm_schedule != "slots" && c.shm_schedule != "slots-whole" &&
+      c.shm_schedule != "single-copy")
+    throw ValueError("SEAM_SHM_SCHEDULE must be slots, slots-whole or single-copy, got '" + c.shm_schedule + "'");
   c.pmix_namespace = env_string("PMIX_NAMESPACE", "");
   return c;
 }
@@ -85,6 +89,7 @@ std::vector<std::string> Config::describe() const {
       "SEAM_SHM_RING_BYTES=" + std::to_string(shm_ring_bytes),
       "SEAM_SHM_CMA_BYTES=" + threshold(shm_cma_bytes),
       "SEAM_SHM_SINGLE_COPY_BYTES=" + threshold(shm_single_copy_bytes),
+      "SEAM_SHM_SCHEDULE=" + (shm_schedule.empty() ? std::string("tuned") : shm_schedule),
   };
 }
 

@@ -54,10 +54,16 @@ using Schedule = ScheduleTuner::Schedule;
 /// fastest among those this group can run. The slot schedules always (the slots; at two ranks
 /// for all-reduces also the slots folding the whole buffer); single-copy where the ranks may read
 /// each other's memory, unless SEAM_SHM_SINGLE_COPY_BYTES pins it: 0 never, N from N bytes on.
+/// SEAM_SHM_SCHEDULE pins one schedule for every call.
 ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes) {
+  ScheduleTuner::Choice pinned;  // the slots
+  if (const std::string& forced = Config::get().shm_schedule; !forced.empty()) {  // SEAM_SHM_SCHEDULE
+    if (forced == "slots-whole" && kind == Kind::all_reduce) pinned.schedule = Schedule::slots_whole;
+    if (forced == "single-copy" && region.single_copy()) pinned.schedule = Schedule::single_copy;
+    return pinned;
+  }
   const int64_t setting = Config::get().shm_single_copy_bytes;
   if (region.single_copy() && setting > 0 && bytes >= static_cast<size_t>(setting)) {
-    ScheduleTuner::Choice pinned;
     pinned.schedule = Schedule::single_copy;
     return pinned;
   }
