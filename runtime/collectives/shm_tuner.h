@@ -35,7 +35,7 @@ class ScheduleTuner {
     single_copy = 1,  ///< the kernel reads the peers' buffers
     slots_whole = 2,  ///< through the slots, every rank folding the whole buffer (all-reduce)
   };
-  static constexpr int kSchedules = 3;
+  static constexpr int kSchedules = 3;  ///< how many Schedule values there are
   /// Size classes per kind: powers of two of bytes from kFromBytes.
   static constexpr int kClasses = 32;
   /// Bytes of shared decisions a region holds for its tuner (one per kind and class).
@@ -78,6 +78,7 @@ class ScheduleTuner {
   /// to a steady one (dev machine, 64 MiB bf16 all-gathers: the slots, chosen by their fastest
   /// call, then ran at 1.9x Open MPI's median).
   static Schedule decide(const double (&typical)[kSchedules], Schedule fallback);
+  /// The time per byte of a schedule that did not run in an exploration.
   static constexpr double kUnmeasured = 1e300;
 
  private:
