@@ -27,9 +27,13 @@ void note_schedule(CallSignature signature) {
 }
 
 std::string_view last_shm_schedule() {
-  static constexpr std::string_view names[] = {"", "slots", "single-copy", "zero-copy",
-                                               "slots-whole"};
-  return names[last_schedule.load(std::memory_order_relaxed)];
+  const uint8_t last = last_schedule.load(std::memory_order_relaxed);
+  return last ? shm_variant_name(static_cast<ShmVariant>(last - 1)) : std::string_view();
+}
+
+std::string_view shm_variant_name(ShmVariant variant) {
+  static constexpr std::string_view names[] = {"slots", "single-copy", "slots-whole", "zero-copy"};
+  return names[static_cast<int>(variant)];
 }
 
 CallSignature signature_of(Collective c, DType dtype, ReduceOp op, size_t total,

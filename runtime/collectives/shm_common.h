@@ -14,12 +14,10 @@
 #include "runtime/collectives/receive.h"
 #include "runtime/collectives/selection.h"
 #include "runtime/collectives/shm_region.h"
+#include "runtime/collectives/shm_variant.h"
 
 namespace seam::collectives {
 
-/// How a call moves its data; part of the signature, so ranks that disagree fail with a
-/// MismatchError instead of waiting for each other.
-enum class ShmVariant : uint64_t { slots = 0, single_copy = 1, zero_copy = 2, slots_whole = 3 };
 
 /// Records the variant packed in `signature` as the last shared-memory schedule of this process
 /// (last_shm_schedule).

@@ -41,12 +41,6 @@ RegionCache& cache() {
   return c;
 }
 
-int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 /// The region this thread used last (the fast path of try_acquire_region).
 thread_local std::shared_ptr<ShmRegion> last_region;
 

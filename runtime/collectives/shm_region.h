@@ -173,6 +173,11 @@ class RegionLease {
   ShmRegion* operator->() const { return region_.get(); }
   ShmRegion& operator*() const { return *region_; }
   void finish() { finished_ = true; }
+  /// The same for an operation whose schedule the tuner chose: hands it the call's time.
+  void finish(const ScheduleTuner::Choice& choice) {
+    region_->tuner().done(choice);
+    finish();
+  }
 
  private:
   friend bool try_acquire_region(const Group& g, RegionLease& lease);

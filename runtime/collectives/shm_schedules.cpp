@@ -58,8 +58,10 @@ using Schedule = ScheduleTuner::Schedule;
 ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes) {
   ScheduleTuner::Choice pinned;  // the slots
   if (const std::string& forced = Config::get().shm_schedule; !forced.empty()) {  // SEAM_SHM_SCHEDULE
-    if (forced == "slots-whole" && kind == Kind::all_reduce) pinned.schedule = Schedule::slots_whole;
-    if (forced == "single-copy" && region.single_copy()) pinned.schedule = Schedule::single_copy;
+    if (forced == shm_variant_name(Schedule::slots_whole) && kind == Kind::all_reduce)
+      pinned.schedule = Schedule::slots_whole;
+    if (forced == shm_variant_name(Schedule::single_copy) && region.single_copy())
+      pinned.schedule = Schedule::single_copy;
     return pinned;
   }
   const int64_t setting = Config::get().shm_single_copy_bytes;
@@ -181,8 +183,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
         g, region, send, recv, count, dtype, op,
         signature_of(Collective::all_reduce, dtype, op, count, ShmVariant::single_copy));
     co_await comm::run(reduce);
-    region->tuner().done(choice);
-    region.finish();
+    region.finish(choice);
     co_return;
   }
   const size_t per_round = region->slot_bytes() / es;
@@ -229,8 +230,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
       kernels::copy(recv + (begin + at[p]) * es, region->result(p, round), shares[p] * es, store);
   }
   co_await exchange.settle();
-  region->tuner().done(choice);
-  region.finish();
+  region.finish(choice);
 }
 
 namespace {
@@ -284,8 +284,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
         g, region, collective, send, out, counts, dtype, op,
         signature_of(Collective::reduce_scatterv, dtype, op, counts, ShmVariant::single_copy));
     co_await comm::run(reduce);
-    region->tuner().done(choice);
-    region.finish();
+    region.finish(choice);
     co_return;
   }
   log().debug("{}: shm schedule slots ({} B)", collective, total * es);
@@ -314,8 +313,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
     kernels::reduce(out + begin * es, sources, pieces.length(counts[me], me, k), dtype, op, store);
   }
   co_await exchange.settle();
-  region->tuner().done(choice);
-  region.finish();
+  region.finish(choice);
 }
 
 namespace {
@@ -372,8 +370,7 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
     comm::Task gather =
         single_copy_all_gather(g, region, collective, send, recv, counts, dtype, signature);
     co_await comm::run(gather);
-    region->tuner().done(choice);
-    region.finish();
+    region.finish(choice);
     co_return;
   }
   log().debug("{}: shm schedule slots ({} B)", collective, off.back() * es);
@@ -396,8 +393,7 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
                     pieces.length(counts[p], p, k) * es, store);
   }
   co_await exchange.settle();
-  region->tuner().done(choice);
-  region.finish();
+  region.finish(choice);
 }
 
 }  // namespace seam::collectives

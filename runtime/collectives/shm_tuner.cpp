@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <chrono>
 
 #include "layouts/log.h"
 
@@ -11,12 +10,6 @@ namespace {
 
 // What the shared table holds per class: 0 undecided, else the schedule plus one.
 constexpr uint8_t kUndecided = 0;
-
-int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 const char* kind_name(int entry) {
   static const char* const names[] = {"all_reduce", "reduce_scatter", "all_gather"};
@@ -29,11 +22,6 @@ double median(std::span<double> samples) {
   std::sort(samples.begin(), samples.end());
   const size_t mid = samples.size() / 2;
   return samples.size() % 2 ? samples[mid] : (samples[mid - 1] + samples[mid]) / 2;
-}
-
-const char* schedule_name(ScheduleTuner::Schedule s) {
-  static const char* const names[] = {"the slots", "single-copy", "the slots, whole"};
-  return names[static_cast<int>(s)];
 }
 
 }  // namespace
@@ -87,10 +75,10 @@ void ScheduleTuner::done(const Choice& choice) {
   const Schedule verdict = decide(typical, choice.fallback);
   table_[choice.entry].store(static_cast<uint8_t>(static_cast<int>(verdict) + 1),
                              std::memory_order_release);
-  log().debug("{}: calls of {} KiB to {} KiB take {} (median ns/B: the slots {:.3f}, "
-              "single-copy {:.3f}, the slots whole {:.3f}; 1e300 = not a candidate)",
+  log().debug("{}: calls of {} KiB to {} KiB take {} (median ns/B: slots {:.3f}, "
+              "single-copy {:.3f}, slots-whole {:.3f}; 1e300 = not a candidate)",
               kind_name(choice.entry), (kFromBytes << (choice.entry % kClasses)) / 1024,
-              (kFromBytes << (choice.entry % kClasses + 1)) / 1024, schedule_name(verdict),
+              (kFromBytes << (choice.entry % kClasses + 1)) / 1024, shm_variant_name(verdict),
               typical[0], typical[1], typical[2]);
 }
 

@@ -20,22 +20,29 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
+#include "runtime/collectives/shm_variant.h"
+
 namespace seam::collectives {
+
+/// Nanoseconds on the steady clock, the one clock of every process of a host: the timestamps
+/// the shared region holds (the tuner's start times, when a rank began to sleep).
+inline int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 class ScheduleTuner {
  public:
   enum class Kind { all_reduce = 0, reduce_scatter = 1, all_gather = 2 };
-  /// How a call on plain buffers moves its data.
-  enum class Schedule : uint8_t {
-    slots = 0,        ///< through the slots; reductions of all but small calls in shares
-    single_copy = 1,  ///< the kernel reads the peers' buffers
-    slots_whole = 2,  ///< through the slots, every rank folding the whole buffer (all-reduce)
-  };
-  static constexpr int kSchedules = 3;  ///< how many Schedule values there are
+  /// How a call on plain buffers moves its data: one of the first kSchedules ShmVariants.
+  using Schedule = ShmVariant;
+  static constexpr int kSchedules = 3;  ///< slots, single_copy, slots_whole
   /// Size classes per kind: powers of two of bytes from kFromBytes.
   static constexpr int kClasses = 32;
   /// Bytes of shared decisions a region holds for its tuner (one per kind and class).

@@ -75,33 +75,27 @@ comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_vie
   // Where every output lies in SharedHostMemory too, each rank folds an even share of all the
   // blocks and writes it into their owners' outputs: with uneven blocks the largest one's owner
   // no longer folds most of the data (8 ranks, blocks 1:2:...:8, it folded 1.8x the average).
-  // Otherwise each rank folds its own block. All ranks see the same announcements, so all agree.
+  // Otherwise each rank's share is its own block. All ranks see the same announcements, so all
+  // agree.
   bool shared_outputs = true;
   for (int p = 0; p < n; ++p) shared_outputs &= counts[p] == 0 || region.word_of(p, exchange.round(), 1) != 0;
-  std::vector<char*> outs(n, nullptr);
-  std::vector<size_t> first(n, 0), last(n, 0);  // what this rank folds of block p, in the whole range
-  if (shared_outputs) {
-    const auto shares = block_offsets(even_blocks(off.back(), n));
-    for (int p = 0; p < n; ++p) {
-      first[p] = std::clamp(off[p], shares[me], shares[me + 1]);
-      last[p] = std::clamp(off[p + 1], shares[me], shares[me + 1]);
-      if (first[p] < last[p])
-        outs[p] = p == me ? out
-                          : static_cast<char*>(shm::map_shared_handle(
-                                region.pid_of(p), region.host_token_of(p),
-                                region.word_of(p, exchange.round(), 1)));
-    }
-  } else {
-    first[me] = off[me], last[me] = off[me + 1], outs[me] = out;
-  }
+  const auto shares = shared_outputs ? block_offsets(even_blocks(off.back(), n)) : off;
   const size_t chunk = kChunkBytes / es;
   std::vector<const void*> sources(n);
-  for (int j : peers_from(me, n, true))
-    for (size_t begin = first[j]; begin < last[j]; begin += chunk) {
-      const size_t length = std::min(chunk, last[j] - begin);
+  for (int j : peers_from(me, n, true)) {
+    // The part of block j in this rank's share, in the whole range.
+    const size_t first = std::clamp(off[j], shares[me], shares[me + 1]);
+    const size_t last = std::clamp(off[j + 1], shares[me], shares[me + 1]);
+    if (first >= last) continue;
+    char* to = j == me ? out
+                       : static_cast<char*>(shm::map_shared_handle(
+                             region.pid_of(j), region.host_token_of(j), region.word_of(j, exchange.round(), 1)));
+    for (size_t begin = first; begin < last; begin += chunk) {
+      const size_t length = std::min(chunk, last - begin);
       for (int p = 0; p < n; ++p) sources[p] = sends[p] + begin * es;
-      kernels::reduce(outs[j] + (begin - off[j]) * es, sources, length, dtype, op, store);
+      kernels::reduce(to + (begin - off[j]) * es, sources, length, dtype, op, store);
     }
+  }
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);
 }

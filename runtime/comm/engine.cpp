@@ -185,9 +185,7 @@ bool Engine::called_otherwise(WorkState& w, int peer) {
   const std::string msg = "seam: " + describe(w) + ": rank " + std::to_string(peer) + " called " +
                           describe_signature(tags::signature_of(*theirs)) + ", this rank " +
                           describe_signature(tags::signature_of(mine));
-  w.error = std::make_exception_ptr(MismatchError(msg));
-  w.error_text = msg;
-  w.status = WorkState::Status::failed;
+  fail(w, std::make_exception_ptr(MismatchError(msg)));
   // The call's messages are stranded in the transports on both sides: the communicator is
   // unusable after this, as after a timeout, and the peer learns it at once.
   abort(msg, peer);

@@ -1,0 +1,22 @@
+// How a shared-memory collective moves its data. The tuner (shm_tuner.h) chooses among the first
+// three for calls on plain buffers; calls whose buffers lie in SharedHostMemory go zero-copy.
+// Part of every call's signature, so ranks that disagree fail with a MismatchError instead of
+// waiting for each other.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace seam::collectives {
+
+enum class ShmVariant : uint8_t {
+  slots = 0,        ///< through the slots; reductions of all but small calls in shares
+  single_copy = 1,  ///< the kernel reads the peers' buffers (process_vm_readv)
+  slots_whole = 2,  ///< through the slots, every rank folding the whole buffer (all-reduce)
+  zero_copy = 3,    ///< peers' SharedHostMemory buffers mapped and used in place
+};
+
+/// "slots", "single-copy", "slots-whole" or "zero-copy" (SEAM_SHM_SCHEDULE, the perf rows).
+std::string_view shm_variant_name(ShmVariant variant);
+
+}  // namespace seam::collectives
