@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -128,6 +129,18 @@ std::string peer_name(int fd) {
 
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
+/// Waits until `fd` has one of `events` or `deadline` passes (false), through signals. An error
+/// on the socket counts as ready: the caller's next call on it reports the error.
+bool poll_until(int fd, short events, Clock::time_point deadline) {
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return false;
+    pollfd p{fd, events, 0};
+    const int n = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, INT32_MAX)));
+    if (n > 0 || (n < 0 && errno != EINTR)) return true;
+  }
+}
+
 /// connect() that gives up at `deadline` (a blocking connect to an address that drops SYNs
 /// waits out the kernel's retries, about two minutes). 0 or the errno. The socket stays
 /// non-blocking, so that every later write and read also keeps its deadline.
@@ -135,11 +148,8 @@ int connect_before(int fd, const sockaddr* address, socklen_t length, Clock::tim
   set_nonblocking(fd);
   int err = connect(fd, address, length) == 0 ? 0 : errno;
   if (err == EINPROGRESS) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    pollfd p{fd, POLLOUT, 0};
-    const int n = poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
     socklen_t size = sizeof err;
-    if (n <= 0) err = ETIMEDOUT;
+    if (!poll_until(fd, POLLOUT, deadline)) err = ETIMEDOUT;
     else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &size) != 0) err = errno;
   }
   return err;
@@ -161,10 +171,7 @@ bool write_all(int fd, const uint8_t* p, size_t n, Clock::time_point deadline) {
     }
     if (w < 0 && errno == EINTR) continue;
     if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) return false;
-      pollfd pfd{fd, POLLOUT, 0};
-      poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+      if (!poll_until(fd, POLLOUT, deadline)) return false;
       continue;
     }
     return false;
@@ -613,11 +620,8 @@ std::vector<uint8_t> StoreClient::request(const std::vector<uint8_t>& body,
   }
   auto read_exact = [&](uint8_t* p, size_t n) {
     while (n > 0) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0) throw TimeoutError("seam store: no answer from rank 0 at " + addr_ + " in time", 0);
-      pollfd pfd{fd_, POLLIN, 0};
-      int pr = poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
-      if (pr <= 0) continue;
+      if (!poll_until(fd_, POLLIN, deadline))
+        throw TimeoutError("seam store: no answer from rank 0 at " + addr_ + " in time", 0);
       ssize_t r = ::recv(fd_, p, n, 0);
       if (r == 0) throw CommError("seam store: rank 0 at " + addr_ + " closed the connection", 0);
       if (r < 0) {
