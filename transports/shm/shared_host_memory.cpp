@@ -4,10 +4,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdio>
 #include <map>
 #include <mutex>
-#include <random>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -37,11 +35,8 @@ std::atomic<uint32_t>& freed_flag(const shm::SharedSegment& segment) {
 
 // The token tells this process's blocks from those of an earlier process with the same pid,
 // or of one in another pid namespace that shares /dev/shm.
-std::string segment_name(pid_t pid, uint64_t token, uint64_t id) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "/seam-%d-%016llx-host-%llu", static_cast<int>(pid),
-                static_cast<unsigned long long>(token), static_cast<unsigned long long>(id));
-  return buf;
+std::string block_name(pid_t pid, uint64_t token, uint64_t id) {
+  return shm::segment_name(pid, token, "host-" + std::to_string(id));
 }
 
 /// This process's live allocations (base address → number, size) and the peers' allocations
@@ -66,7 +61,7 @@ std::unique_ptr<SharedHostMemory> SharedHostMemory::allocate(size_t bytes) {
   if (bytes == 0) throw ValueError("SharedHostMemory::allocate: size must be positive");
   if (bytes > kOffsetMask) throw ValueError("SharedHostMemory::allocate: at most 1 TiB per block");
   const uint64_t id = registry().next_id++;
-  const std::string name = segment_name(getpid(), shm::process_token(), id);
+  const std::string name = block_name(getpid(), shm::process_token(), id);
   auto segment = shm::SharedSegment::create(name, padded(bytes) + kTrailerBytes);
   std::lock_guard lock(registry().mutex);
   registry().own[reinterpret_cast<uintptr_t>(segment->data())] = {id, bytes};
@@ -104,10 +99,7 @@ uint64_t shared_handle_of(const void* data, size_t bytes) {
 }
 
 uint64_t process_token() {
-  static const uint64_t token = [] {
-    std::random_device rd;
-    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  }();
+  static const uint64_t token = random_token();
   return token;
 }
 
@@ -123,7 +115,7 @@ void* map_shared_handle(pid_t pid, uint64_t token, uint64_t handle) {
       return freed_flag(*entry.second).load(std::memory_order_acquire) != 0;
     });
     it = registry()
-             .peers.emplace(std::tuple{pid, token, id}, SharedSegment::open(segment_name(pid, token, id), 0))
+             .peers.emplace(std::tuple{pid, token, id}, SharedSegment::open(block_name(pid, token, id), 0))
              .first;
   }
   return static_cast<char*>(it->second->data()) + (handle & kOffsetMask);

@@ -60,13 +60,20 @@ void SharedSegment::unlink() {
   shm_unlink(name_.c_str());
 }
 
-std::string unique_segment_name(const std::string& what) {
+uint64_t random_token() {
   std::random_device rd;
-  uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+std::string segment_name(pid_t pid, uint64_t token, const std::string& what) {
   char buf[96];
-  snprintf(buf, sizeof(buf), "/seam-%d-%016llx-%s", static_cast<int>(getpid()),
-           static_cast<unsigned long long>(r), what.c_str());
+  snprintf(buf, sizeof(buf), "/seam-%d-%016llx-%s", static_cast<int>(pid),
+           static_cast<unsigned long long>(token), what.c_str());
   return buf;
+}
+
+std::string unique_segment_name(const std::string& what) {
+  return segment_name(getpid(), random_token(), what);
 }
 
 }  // namespace seam::shm

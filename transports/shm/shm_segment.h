@@ -2,7 +2,10 @@
 // shared-memory collectives' regions and SharedHostMemory each live in one.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -36,7 +39,11 @@ class SharedSegment {
   bool unlinked_ = false;
 };
 
-/// A name no other job on this host uses: "/seam-<pid>-<random>-<what>".
+/// 64 random bits (std::random_device).
+uint64_t random_token();
+/// "/seam-<pid>-<token>-<what>": the name of a segment process `pid` creates.
+std::string segment_name(pid_t pid, uint64_t token, const std::string& what);
+/// A name no other job on this host uses: segment_name(this pid, random_token(), what).
 std::string unique_segment_name(const std::string& what);
 
 }  // namespace seam::shm
