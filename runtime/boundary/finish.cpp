@@ -102,8 +102,7 @@ LayerOutput StageRunner::finish_ffn(const FfnDecision& d, const Tensor& output, 
       return stream.write(full);
     }
     case OutputMoveKind::DP_CP_TAKE_BACK: {  // this CP rank's shard of its replica's rows
-      const std::span<const int64_t> shards = batch.facts.cp_shard_rows();
-      if (shards.empty()) throw NotSupportedError("a DP x CP take-back needs the batch's CP shard rows");
+      const std::vector<int64_t> shards = rows::dp_cp_shard_rows(groups_, batch.facts);
       const Tensor shard =
           local_.get(output.dtype, shards[static_cast<size_t>(groups_.rank_in(rows::GroupKind::ATTN_CP))], output.cols);
       rows::dp_cp_take_back(groups_, batch.facts, output, shards, shard);

@@ -185,12 +185,10 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
     return read_.update_and_read(*c->update, complete, has_residual ? &residual : nullptr, norm_, options);
   };
   // The DP gather: every replica's rows at its offset; on a DP x CP batch each CP rank places its
-  // shard inside its replica's slot (the batch's CP shard rows say where).
+  // shard inside its replica's slot (rows::dp_cp_shard_rows says where).
   auto dp_gather = [&](const Tensor& local, const Tensor& global, rows::DpGatherMode mode) {
     if (!step.places_cp_shards) return rows::dp_gather(groups_, facts, local, global, mode, scratch_);
-    if (facts.cp_shard_rows().empty())
-      throw NotSupportedError("a DP gather that places CP shards needs the batch's CP shard rows");
-    rows::dp_gather_cp_shards(groups_, facts, local, facts.cp_shard_rows(), global, mode);
+    rows::dp_gather_cp_shards(groups_, facts, local, rows::dp_cp_shard_rows(groups_, facts), global, mode);
   };
   const bool sums_here = owes_sum && step.all_reduce.has_value();
   residual::ReadResult result;
@@ -225,7 +223,7 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
       dp_gather(value, global, rows::DpGatherMode::PARTIAL);
       const Tensor local = has_residual ? residual : residual_.get(value.dtype, value.rows, value.cols);
       if (step.places_cp_shards)
-        rows::dp_cp_take_back(groups_, facts, global, facts.cp_shard_rows(), local);
+        rows::dp_cp_take_back(groups_, facts, global, rows::dp_cp_shard_rows(groups_, facts), local);
       else
         rows::dp_scatter(facts, global, local);
       result = read_.read(global, norm_, options);

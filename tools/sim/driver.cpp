@@ -189,8 +189,8 @@ void split_batch(const BatchFacts& facts, const ReplicaRows& parent, const Topol
     }
   }
   for (int m = 0; m < 2; ++m) {
-    split.batches[m].facts = with_cp_shards_under_dp(
-        BatchFacts::make(tokens[m], facts.dp_rank(), static_cast<int>(multiple), facts.padding(), facts.variant()), t);
+    split.batches[m].facts = BatchFacts::make(tokens[m], facts.dp_rank(), static_cast<int>(multiple), facts.padding(),
+                                              facts.variant());
     for (int d = 0; d < facts.dp_size(); ++d)
       if (split.batches[m].facts.rows(d) != rows[m][static_cast<size_t>(d)])
         throw std::logic_error("a microbatch's facts pad its rows differently from the split");

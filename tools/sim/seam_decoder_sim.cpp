@@ -184,10 +184,8 @@ int run(int argc, char** argv) {
   boundary::rows::PipelineHandoff handoff(groups);
   residual::ForwardBatch batch;
   const BatchVariant variant = variant_of(args);
-  batch.facts = with_cp_shards_under_dp(
-      BatchFacts::make(args.tokens, groups.attn().dp, ctx.topology.attn_tp * ctx.topology.attn_cp,
-                       args.padding_mode(), variant),
-      ctx.topology);
+  batch.facts = BatchFacts::make(args.tokens, groups.attn().dp, ctx.topology.attn_tp * ctx.topology.attn_cp,
+                                 args.padding_mode(), variant);
   // A set of stage runners per microbatch: a runner's buffers serve one live stream at a time.
   std::vector<Runners> runners;
   for (int m = 0; m < args.microbatches; ++m) runners.push_back(bind_runners(stack, groups));

@@ -4,12 +4,6 @@
 
 namespace seam::sim {
 
-BatchFacts with_cp_shards_under_dp(const BatchFacts& facts, const Topology& topology) {
-  if (facts.variant() != BatchVariant::CONTEXT_PARALLEL || topology.attn_dp == 1) return facts;
-  const std::vector<int64_t> shards(static_cast<size_t>(topology.attn_cp), facts.local_rows() / topology.attn_cp);
-  return facts.with_cp_shards(shards, topology.attn_cp);
-}
-
 int64_t first_token(const BatchFacts& facts, int dp) {
   int64_t first = 0;
   for (int d = 0; d < dp; ++d) first += facts.tokens(d);

@@ -18,11 +18,6 @@ namespace seam::sim {
 /// The global token of each padded row of each replica ([dp][row]; -1: padding).
 using ReplicaRows = std::vector<std::vector<int64_t>>;
 
-/// Under attention DP a CP batch names its shards (§2.6 row 17: the DP gather places each CP rank's
-/// shard inside its replica's slot): `facts` with equal shards of this replica's rows. Other
-/// batches are returned as they are.
-BatchFacts with_cp_shards_under_dp(const BatchFacts& facts, const Topology& topology);
-
 /// The global id of replica `dp`'s first token.
 int64_t first_token(const BatchFacts& facts, int dp);
 /// A whole batch's rows: replica d's real tokens first, numbered from first_token(d), then padding.

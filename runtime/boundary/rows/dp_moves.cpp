@@ -58,6 +58,17 @@ int64_t cp_shard_offset(const ProcessGroups& groups, const BatchFacts& facts, st
 
 }  // namespace
 
+std::vector<int64_t> dp_cp_shard_rows(const ProcessGroups& groups, const BatchFacts& facts) {
+  const std::span<const int64_t> named = facts.cp_shard_rows();
+  if (!named.empty()) return {named.begin(), named.end()};
+  const int cp = groups.topology().attn_cp;
+  if (facts.local_rows() % cp != 0)
+    throw ValueError("row move: a DP x CP batch without CP shard rows needs its replica's " +
+                     std::to_string(facts.local_rows()) + " rows to split into " + std::to_string(cp) +
+                     " equal shards");
+  return std::vector<int64_t>(static_cast<size_t>(cp), facts.local_rows() / cp);
+}
+
 void dp_gather_cp_shards(ProcessGroups& groups, const BatchFacts& facts, const Tensor& shard,
                          std::span<const int64_t> cp_rows, const Tensor& global, DpGatherMode mode) {
   const int64_t at = cp_shard_offset(groups, facts, cp_rows);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <span>
+#include <vector>
 
 #include "layouts/batch_facts.h"
 #include "layouts/tensor.h"
@@ -29,6 +30,10 @@ enum class DpGatherMode : uint8_t {
 ///    (PARTIAL: every attention-TP rank; REPLICATE: attention-TP rank 0; CP rank 0 only), TP all-reduce.
 void dp_gather(ProcessGroups& groups, const BatchFacts& facts, const Tensor& local, const Tensor& global,
                DpGatherMode mode, Scratch& scratch);
+
+/// This replica's rows on each attention-CP rank, in CP rank order: the batch's CP shard rows, or
+/// equal shards where it names none (DSA/MLA CP). ValueError when those rows do not divide.
+std::vector<int64_t> dp_cp_shard_rows(const ProcessGroups& groups, const BatchFacts& facts);
 
 /// DP x CP on a CP batch (§3.1, §3.3): global := every replica's rows, with this CP rank's shard
 /// (cp_rows[cp_rank] rows of its replica; cp_rows holds the replica's shard counts in CP rank order)
