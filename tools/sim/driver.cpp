@@ -14,7 +14,6 @@
 #include "runtime/residual/add_norm.h"
 #include "runtime/residual/batch.h"
 #include "runtime/residual/microbatch.h"
-#include "tools/plan/pattern.h"
 #include "tools/sim/token_rows.h"
 
 namespace seam::sim {
@@ -198,20 +197,11 @@ void split_batch(const BatchFacts& facts, const ReplicaRows& parent, const Topol
   }
 }
 
-std::string stage_label(const Model& model, int64_t i) { return "L" + std::to_string(i) + " " + model.kind(i); }
-
 }  // namespace
 
-TboSplit tbo_split(const Model& model, SimStack& stack, const Topology& topology, BatchVariant variant) {
-  const std::vector<boundary::StageDeclaration> decls = plan::declare_pattern(model.config().stages);
-  int64_t first = 0;
-  std::string after;
-  for (size_t i = 0; i < decls.size(); ++i)
-    if (decls[i].exit_rows() == boundary::HandoffRows::TBO_SPLIT) {
-      first = static_cast<int64_t>(i) + 1;
-      after = " (after " + stage_label(model, first - 1) + "'s TBO_SPLIT handoff)";
-      break;
-    }
+TboSplit tbo_split(SimStack& stack, const Topology& topology, BatchVariant variant) {
+  const int64_t first = stack.after_tbo_split();
+  std::string after = first ? " (after " + stack.label(first - 1) + "'s TBO_SPLIT handoff)" : "";
   TboSplit split;
   split.stage = std::max(first, stack.begin());
   if (split.stage >= stack.end()) {
@@ -222,7 +212,7 @@ TboSplit tbo_split(const Model& model, SimStack& stack, const Topology& topology
   const boundary::RowLayouts rows = boundary::row_layouts(topology, variant);
   const boundary::EdgeDecl& in = stack.stage(split.stage).plan().path(variant).incoming;
   split.move = boundary::tbo_split_move(topology, variant, in.produced.layout);
-  const std::string label = stage_label(model, split.stage);
+  const std::string label = stack.label(split.stage);
   if (split.move != boundary::TboSplitMove::KEEP || in.residual != rows.attention)
     throw NotSupportedError("--microbatches 2: the simulator splits attention rows only, and " + label + "'s input is " +
                             describe(in));
@@ -233,10 +223,10 @@ TboSplit tbo_split(const Model& model, SimStack& stack, const Topology& topology
                         out.output_move.gathers_back);
   if (out.stage.handed_on != rows.attention || (!written && out.stage.residual != rows.attention))
     throw NotSupportedError("--microbatches 2: the simulator merges attention rows only, and " +
-                            stage_label(model, last) + " hands on " + out.stage.handed_on.to_string() +
+                            stack.label(last) + " hands on " + out.stage.handed_on.to_string() +
                             " with the residual on " + out.stage.residual.to_string());
   split.description = "tbo: split before " + label + after + ": layer input " + in.produced.layout.to_string() +
-                      " -> keep; merge after " + stage_label(model, last);
+                      " -> keep; merge after " + stack.label(last);
   return split;
 }
 
@@ -263,7 +253,7 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, std::span<Runners
   // Two-batch overlap (§4.5): the stages before the split on the whole batch, then each microbatch
   // on its own stream and its own runners, stages interleaved, merged at the end.
   const int64_t split_at =
-      options.microbatches == 1 ? stack.end() : tbo_split(model, stack, topology, batch.facts.variant()).stage;
+      options.microbatches == 1 ? stack.end() : tbo_split(stack, topology, batch.facts.variant()).stage;
   for (int64_t i = stack.begin(); i < split_at; ++i) run.stage(i, whole);
   residual::OwnedTensor merged_hidden, merged_residual;
   if (split_at < stack.end()) {

@@ -58,7 +58,7 @@ struct TboSplit {
   boundary::TboSplitMove move = boundary::TboSplitMove::KEEP;
   std::string description;  ///< "tbo: split before L2 A: layer input {ATTN_DP} -> keep; merge after L3 E"
 };
-TboSplit tbo_split(const Model& model, SimStack& stack, const Topology& topology, BatchVariant variant);
+TboSplit tbo_split(SimStack& stack, const Topology& topology, BatchVariant variant);
 
 struct ForwardOptions {
   bool capture = false;  ///< every attention stage's prepare also captures its updated residual (§4.4)

@@ -74,7 +74,7 @@ void print_plan(const Model& model, const boundary::PlanContext& ctx, const SimA
     if (a.pp > 1) std::printf("# pipeline stage %d\n", r);
     for (const std::string& line : stack.describe()) std::printf("%s\n", line.c_str());
     if (a.microbatches == 2)
-      std::printf("# %s\n", tbo_split(model, stack, ctx.topology, variant_of(a)).description.c_str());
+      std::printf("# %s\n", tbo_split(stack, ctx.topology, variant_of(a)).description.c_str());
   }
 }
 

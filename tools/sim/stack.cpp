@@ -15,6 +15,8 @@ SimStack::SimStack(const Model& model, const PlanContext& ctx, int pp, int pp_ra
   begin_ = n * pp_rank / pp;
   end_ = n * (pp_rank + 1) / pp;
   terminal_ = end_ == n;
+  for (int64_t i = 0; i < n && after_tbo_split_ == 0; ++i)
+    if (decls[static_cast<size_t>(i)].exit_rows() == HandoffRows::TBO_SPLIT) after_tbo_split_ = i + 1;
 
   // The neighbours' declarations, connected as the ranks before and after connect them.
   std::vector<StageDeclaration> connected;
@@ -39,12 +41,14 @@ std::vector<std::string> SimStack::describe() const {
   for (int64_t i = begin_; i < end_; ++i) {
     bool first = true;
     for (const std::string& line : describe_plan(stages_[static_cast<size_t>(i - begin_)].plan())) {
-      const std::string label = first ? "L" + std::to_string(i) + " " + model_.kind(i) : "";
-      lines.push_back(label + std::string(8 - std::min<size_t>(label.size(), 7), ' ') + line);
+      const std::string prefix = first ? label(i) : "";
+      lines.push_back(prefix + std::string(8 - std::min<size_t>(prefix.size(), 7), ' ') + line);
       first = false;
     }
   }
   return lines;
 }
+
+std::string SimStack::label(int64_t index) const { return "L" + std::to_string(index) + " " + model_.kind(index); }
 
 }  // namespace seam::sim

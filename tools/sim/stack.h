@@ -31,10 +31,15 @@ class SimStack {
   residual::RmsNorm& final_norm() { return *norms_.back(); }
   /// The plan, one line per bound path: "L<i> <letter>  <path line>".
   std::vector<std::string> describe() const;
+  /// "L<index> <kind>": a stage's label in the plan and in messages.
+  std::string label(int64_t index) const;
+  /// The stage right after the first one whose exit hands off TBO_SPLIT rows (0: none).
+  int64_t after_tbo_split() const { return after_tbo_split_; }
 
  private:
   const Model& model_;
   int64_t begin_ = 0, end_ = 0;
+  int64_t after_tbo_split_ = 0;
   bool terminal_ = false;
   std::vector<std::unique_ptr<residual::RmsNorm>> norms_;  ///< each stage's input norm, then the final norm
   std::vector<boundary::StageBoundary> stages_;

@@ -4,17 +4,12 @@
 
 namespace seam::sim {
 
-int64_t first_token(const BatchFacts& facts, int dp) {
-  int64_t first = 0;
-  for (int d = 0; d < dp; ++d) first += facts.tokens(d);
-  return first;
-}
-
 ReplicaRows replica_rows(const BatchFacts& facts) {
   ReplicaRows rows(static_cast<size_t>(facts.dp_size()));
-  for (int dp = 0; dp < facts.dp_size(); ++dp)
+  int64_t first = 0;  // the global id of replica dp's first token
+  for (int dp = 0; dp < facts.dp_size(); first += facts.tokens(dp), ++dp)
     for (int64_t i = 0; i < facts.rows(dp); ++i)
-      rows[static_cast<size_t>(dp)].push_back(i < facts.tokens(dp) ? first_token(facts, dp) + i : -1);
+      rows[static_cast<size_t>(dp)].push_back(i < facts.tokens(dp) ? first + i : -1);
   return rows;
 }
 
@@ -39,11 +34,6 @@ std::vector<int64_t> token_ids(const BatchFacts& facts, const ReplicaRows& rows,
   if (layout.has(TokenAxis::ATTN_CP)) keep_part(at.cp, topology.attn_cp);
   if (layout.has(TokenAxis::ATTN_TP_SCATTER)) keep_part(at.tp, topology.attn_tp);
   return ids;
-}
-
-std::vector<int64_t> token_ids(const BatchFacts& facts, Layout layout, const Topology& topology,
-                               const Topology::AttnCoords& at) {
-  return token_ids(facts, replica_rows(facts), layout, topology, at);
 }
 
 }  // namespace seam::sim

@@ -18,16 +18,12 @@ namespace seam::sim {
 /// The global token of each padded row of each replica ([dp][row]; -1: padding).
 using ReplicaRows = std::vector<std::vector<int64_t>>;
 
-/// The global id of replica `dp`'s first token.
-int64_t first_token(const BatchFacts& facts, int dp);
-/// A whole batch's rows: replica d's real tokens first, numbered from first_token(d), then padding.
+/// A whole batch's rows: replica d's real tokens first, numbered on from the replicas before it,
+/// then padding.
 ReplicaRows replica_rows(const BatchFacts& facts);
 /// Token ids of rows laid out as `layout` on the rank at `at`: its replica's rows (ATTN_DP) or the
 /// global DP buffer, cut to its CP shard (ATTN_CP) and its attention-TP slice (ATTN_TP_SCATTER).
 std::vector<int64_t> token_ids(const BatchFacts& facts, const ReplicaRows& rows, Layout layout,
                                const Topology& topology, const Topology::AttnCoords& at);
-/// The same for a whole batch (replica_rows(facts)).
-std::vector<int64_t> token_ids(const BatchFacts& facts, Layout layout, const Topology& topology,
-                               const Topology::AttnCoords& at);
 
 }  // namespace seam::sim
