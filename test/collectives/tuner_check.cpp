@@ -10,41 +10,26 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <vector>
 
 #include "runtime/comm/communicator.h"
+#include "test/collectives/collective_cases.h"
 
 namespace {
 
 using seam::DType;
 using seam::ReduceOp;
+using seam::test::Kind;
 
-/// Element i of rank r's input.
-int32_t input(int r, size_t i) { return static_cast<int32_t>((i * 7 + r * 1000003) % 65521); }
-
-/// Returns the number of wrong elements of one call of each collective with blocks of `block`
-/// int32 elements per rank.
+/// Runs one call of each collective with blocks of `block` int32 elements per rank (the shared
+/// test matrix's inputs and references); returns how many results were wrong.
 long run_calls(seam::comm::Communicator& comm, size_t block) {
-  const int n = comm.size(), me = comm.rank();
-  const size_t total = block * n;
-  std::vector<int32_t> send(total), recv(total);
-  for (size_t i = 0; i < total; ++i) send[i] = input(me, i);
+  const int n = comm.size();
   long wrong = 0;
-
-  comm.all_reduce(send.data(), recv.data(), total, DType::i32, ReduceOp::sum).wait();
-  for (size_t i = 0; i < total; ++i) {
-    int64_t sum = 0;
-    for (int r = 0; r < n; ++r) sum += input(r, i);
-    wrong += recv[i] != sum;
+  for (Kind kind : {Kind::all_reduce, Kind::reduce_scatter, Kind::all_gather}) {
+    seam::test::RankCase c({kind, n, kind == Kind::all_reduce ? block * n : block, DType::i32}, comm.rank());
+    c.launch(comm).wait();
+    wrong += c.first_wrong() >= 0;
   }
-  comm.reduce_scatter(send.data(), recv.data(), block, DType::i32, ReduceOp::sum).wait();
-  for (size_t i = 0; i < block; ++i) {
-    int64_t sum = 0;
-    for (int r = 0; r < n; ++r) sum += input(r, me * block + i);
-    wrong += recv[i] != sum;
-  }
-  comm.all_gather(send.data(), recv.data(), block, DType::i32).wait();
-  for (size_t i = 0; i < total; ++i) wrong += recv[i] != input(static_cast<int>(i / block), i % block);
   return wrong;
 }
 
@@ -65,7 +50,7 @@ int main() {
     int32_t total = static_cast<int32_t>(std::min<long>(wrong, 1 << 20));
     world->all_reduce(&total, &total, 1, DType::i32, ReduceOp::sum).wait();
     if (me == 0)
-      std::printf("tuner_check: %d ranks: %s (%ld wrong elements)\n", world->size(),
+      std::printf("tuner_check: %d ranks: %s (%ld wrong results)\n", world->size(),
                   total == 0 ? "OK" : "FAILED", static_cast<long>(total));
     return total == 0 ? 0 : 1;
   } catch (const std::exception& e) {
