@@ -9,8 +9,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <exception>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "layouts/errors.h"
@@ -22,23 +23,30 @@ namespace {
 using seam::DType;
 using seam::ReduceOp;
 
+/// Runs `call` on this rank: true when it threw a MismatchError; else says what came instead.
+bool refused(const seam::comm::Communicator& comm, const std::string& what, const std::function<void()>& call) {
+  try {
+    call();
+    std::fprintf(stderr, "rank %d: %s: no error\n", comm.rank(), what.c_str());
+  } catch (const seam::MismatchError&) {
+    return true;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: %s: %s instead of a MismatchError\n", comm.rank(), what.c_str(), e.what());
+  }
+  return false;
+}
+
 /// Rank 0 calls with (count0, dtype0, op0), the others with (count, dtype, op). Returns true
 /// when this rank got a MismatchError.
 bool mismatch_detected(seam::comm::Communicator& comm, size_t count0, size_t count, DType dtype0,
                        DType dtype, ReduceOp op0, ReduceOp op, const char* what) {
   const bool first = comm.rank() == 0;
   std::vector<double> buffer(200, 1.0);
-  try {
+  return refused(comm, what, [&] {
     comm.all_reduce(buffer.data(), buffer.data(), first ? count0 : count, first ? dtype0 : dtype,
                     first ? op0 : op)
         .wait();
-    std::fprintf(stderr, "rank %d: %s: no error\n", comm.rank(), what);
-  } catch (const seam::MismatchError&) {
-    return true;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "rank %d: %s: %s instead of a MismatchError\n", comm.rank(), what, e.what());
-  }
-  return false;
+  });
 }
 
 /// Message path: rank 0 sums floats, the others int32s of the same size. True when this rank
@@ -85,20 +93,14 @@ bool blocks_mismatch_detected(seam::comm::Communicator& comm, bool gather, size_
   size_t total = 0;
   for (size_t c : counts) total += c;
   std::vector<float> send(total, 1.0f), recv(total, 0.0f);
-  const char* what = gather ? "all_gatherv blocks" : "reduce_scatterv blocks";
-  try {
+  const std::string what =
+      std::string(gather ? "all_gatherv blocks" : "reduce_scatterv blocks") + " (" + std::to_string(base) + ")";
+  return refused(comm, what, [&] {
     if (gather)
       comm.all_gatherv(send.data(), recv.data(), counts, DType::f32).wait();
     else
       comm.reduce_scatterv(send.data(), recv.data(), counts, DType::f32, ReduceOp::sum).wait();
-    std::fprintf(stderr, "rank %d: %s (%zu): no error\n", me, what, base);
-  } catch (const seam::MismatchError&) {
-    return true;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "rank %d: %s (%zu): %s instead of a MismatchError\n", me, what, base,
-                 e.what());
-  }
-  return false;
+  });
 }
 
 /// Rank 0's buffer lies in SharedHostMemory (zero-copy schedule), the others' do not.
@@ -107,16 +109,8 @@ bool shared_memory_mismatch_detected(seam::comm::Communicator& comm) {
   auto shared = seam::SharedHostMemory::allocate(kCount * sizeof(float));
   std::vector<float> plain(kCount, 1.0f);
   float* buffer = comm.rank() == 0 ? static_cast<float*>(shared->data()) : plain.data();
-  try {
-    comm.all_reduce(buffer, buffer, kCount, DType::f32, ReduceOp::sum).wait();
-    std::fprintf(stderr, "rank %d: SharedHostMemory on rank 0 only: no error\n", comm.rank());
-  } catch (const seam::MismatchError&) {
-    return true;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "rank %d: SharedHostMemory on rank 0 only: %s instead of a MismatchError\n",
-                 comm.rank(), e.what());
-  }
-  return false;
+  return refused(comm, "SharedHostMemory on rank 0 only",
+                 [&] { comm.all_reduce(buffer, buffer, kCount, DType::f32, ReduceOp::sum).wait(); });
 }
 
 }  // namespace
