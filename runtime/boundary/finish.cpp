@@ -71,19 +71,17 @@ LayerOutput StageRunner::finish_ffn(const FfnDecision& d, const Tensor& output, 
       rows::attn_tp_gather(groups_, updated, full).wait();
       return stream.write(full);
     }
+    case OutputMoveKind::CP_REDUCE_SCATTER:  // completes the sum compute left (mlp_reduce_scatter)
+      if (d.flags.mlp_reduce_scatter) {
+        const Tensor shard = local_.get(output.dtype, output.rows / groups_.size(rows::GroupKind::ATTN_CP), output.cols);
+        rows::cp_reduce_scatter(groups_, output, shard);
+        value = shard;
+        break;
+      }
+      [[fallthrough]];  // postprocess: compute already reduced the output
     case OutputMoveKind::CP_TAKE_BACK:  // after compute's own all-reduce
       value = cp_take_back(output, batch.facts, local_);
       break;
-    case OutputMoveKind::CP_REDUCE_SCATTER: {  // completes the sum compute left (mlp_reduce_scatter)
-      if (!d.flags.mlp_reduce_scatter) {  // postprocess: compute already reduced the output
-        value = cp_take_back(output, batch.facts, local_);
-        break;
-      }
-      const Tensor shard = local_.get(output.dtype, output.rows / groups_.size(rows::GroupKind::ATTN_CP), output.cols);
-      rows::cp_reduce_scatter(groups_, output, shard);
-      value = shard;
-      break;
-    }
     case OutputMoveKind::OUTPUT_ON_RESIDUAL_SHARD: {
       // Full rows onto the residual's slice: a TP reduce-scatter completes the sum compute left,
       // else a slice of the complete output; handing full rows on, update there and gather back.

@@ -27,18 +27,12 @@ class NormRead final : public StageRead {
     check_options(options);
     if (residual.empty()) return {{residual}, residual};
     // A post-residual addition joins the residual's FP32 sum: residual += extra, then the norm.
-    if (const Tensor* extra = options.post_residual_addition) {
-      if (options.quant == QuantFormat::fp8_per_token) {
-        const kernels::Fp8Rows q = norm.add_apply_fp8(*extra, residual);
-        return {{q.values, q.scales}, residual};
-      }
-      return {{norm.add_apply(*extra, residual)}, residual};
-    }
+    const Tensor* extra = options.post_residual_addition;
     if (options.quant == QuantFormat::fp8_per_token) {
-      const kernels::Fp8Rows q = norm.apply_fp8(residual);
+      const kernels::Fp8Rows q = extra ? norm.add_apply_fp8(*extra, residual) : norm.apply_fp8(residual);
       return {{q.values, q.scales}, residual};
     }
-    return {{norm.apply(residual)}, residual};
+    return {{extra ? norm.add_apply(*extra, residual) : norm.apply(residual)}, residual};
   }
 
   ReadResult update_and_read(const StageUpdate& update, const Tensor& h, const Tensor* residual, RmsNorm& norm,
