@@ -4,13 +4,14 @@
 # must exit 0, PASS against the single-process reference, and print the plan line naming the
 # collective the §2.6 table predicts (EXPECT, a regex over the whole output).
 set(SEAM_SIM_CASE_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/run_sim_case.cmake)
+# How every case starts the simulator (before `-n NP`).
+set(SEAM_SIM_MPIRUN ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe --bind-to none)
 function(seam_add_sim_test name)
   cmake_parse_arguments(S "" "NP;EXPECT" "ARGS;ENV" ${ARGN})
   # Through the wrapper, not PASS_REGULAR_EXPRESSION (which makes CTest ignore the exit status).
   add_test(NAME sim_${name}
     COMMAND ${CMAKE_COMMAND} -DSIM_EXPECT=${S_EXPECT} -P ${SEAM_SIM_CASE_SCRIPT} --
-            ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe --bind-to none -n ${S_NP}
-            $<TARGET_FILE:seam_decoder_sim> --hidden 32 ${S_ARGS})
+            ${SEAM_SIM_MPIRUN} -n ${S_NP} $<TARGET_FILE:seam_decoder_sim> --hidden 32 ${S_ARGS})
   set_tests_properties(sim_${name} PROPERTIES TIMEOUT 120 LABELS mpi ENVIRONMENT "${S_ENV}")
 endfunction()
 
@@ -240,8 +241,7 @@ seam_add_sim_test(tp2_pp2_ar_AFAE_dense_dp_tbo_split NP 4 ARGS --tp 2 --pp 2 --d
 # its attention-TP slice beside full-row hidden states: a token-range merge / split cannot cut that
 # (split_microbatches / merge_microbatches refuse it), so the simulator refuses it up front.
 add_test(NAME sim_rejects_tbo_dense_dp_cut_after_attention
-  COMMAND ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe --bind-to none -n 4 $<TARGET_FILE:seam_decoder_sim>
-          --hidden 32 --tp 2 --pp 2 --dense-tp 1 --policy ar --pattern AF --layers 3 --tokens 5 --microbatches 2)
+  COMMAND ${SEAM_SIM_MPIRUN} -n 4 $<TARGET_FILE:seam_decoder_sim> --hidden 32 --tp 2 --pp 2 --dense-tp 1 --policy ar --pattern AF --layers 3 --tokens 5 --microbatches 2)
 set_tests_properties(sim_rejects_tbo_dense_dp_cut_after_attention PROPERTIES TIMEOUT 60 LABELS mpi
   PASS_REGULAR_EXPRESSION "the simulator merges attention rows only, and L2 A hands on \\{\\} with the residual on \\{ATTN_TP_SCATTER\\}")
 # ... on INPUT_SCATTERED batches: the split comes before the stack entry's TP sum, so each
