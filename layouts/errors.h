@@ -38,10 +38,16 @@ class TypeError : public Error {
   using Error::Error;
 };
 
-/// Arguments that disagree across ranks (count, dtype, op, root).
+/// Arguments that disagree across ranks (count, dtype, op, root). aborts(): the call left
+/// messages or waits behind on other ranks, so it aborted the communicator (unusable after it,
+/// as after a CommError; the other ranks fail at once with its notice).
 class MismatchError : public Error {
  public:
-  using Error::Error;
+  explicit MismatchError(const std::string& what, bool aborts = false) : Error(what), aborts_(aborts) {}
+  bool aborts() const { return aborts_; }
+
+ private:
+  bool aborts_;
 };
 
 /// A peer died, a connection broke, or a remote operation failed. peer() is the world rank

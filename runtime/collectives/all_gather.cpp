@@ -84,6 +84,9 @@ comm::Task all_gather_blocks(Group& g, Collective collective, const void* send, 
   auto out = static_cast<char*>(recv);
   if (a == Algorithm::shm)
     return shm_all_gather(g, collective_name(collective), in, out, std::move(counts), dtype);
+  if (a == Algorithm::hierarchical)
+    return hierarchical_all_gather(g, collective_name(collective), in, out, std::move(counts),
+                                   dtype);
   if (a == Algorithm::direct)
     return direct_all_gather(g, collective_name(collective), in, out, std::move(counts), dtype, 0);
   return ring_all_gather(g, collective_name(collective), in, out, std::move(counts), dtype, 0);

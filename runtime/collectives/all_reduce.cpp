@@ -12,8 +12,8 @@ namespace {
 
 constexpr std::string_view kName = "all_reduce";
 
-/// Every rank sends its whole buffer to every peer and reduces the n buffers in rank order: one
-/// round, one rounding, and the same bits on every rank.
+}  // namespace
+
 comm::Task direct_all_reduce(Group& g, const char* send, char* recv, size_t count, DType dtype,
                              ReduceOp op) {
   const int n = g.size(), r = g.rank();
@@ -40,7 +40,6 @@ comm::Task direct_all_reduce(Group& g, const char* send, char* recv, size_t coun
   co_await comm::all_of(std::move(sends));
 }
 
-/// Ring reduce-scatter of n near-equal blocks, then a ring all-gather of the reduced blocks.
 comm::Task ring_all_reduce(Group& g, const char* send, char* recv, size_t count, DType dtype,
                            ReduceOp op) {
   const auto blocks = even_blocks(count, g.size());
@@ -51,8 +50,6 @@ comm::Task ring_all_reduce(Group& g, const char* send, char* recv, size_t count,
   co_await comm::run(gather);
 }
 
-}  // namespace
-
 comm::Task all_reduce(Group& g, const void* send, void* recv, size_t count, DType dtype,
                       ReduceOp op) {
   check_reducible(kName, dtype);
@@ -60,6 +57,7 @@ comm::Task all_reduce(Group& g, const void* send, void* recv, size_t count, DTyp
   auto in = static_cast<const char*>(send);
   auto out = static_cast<char*>(recv);
   if (a == Algorithm::shm) return shm_all_reduce(g, in, out, count, dtype, op);
+  if (a == Algorithm::hierarchical) return hierarchical_all_reduce(g, in, out, count, dtype, op);
   if (a == Algorithm::direct) return direct_all_reduce(g, in, out, count, dtype, op);
   return ring_all_reduce(g, in, out, count, dtype, op);
 }

@@ -35,6 +35,9 @@ class Group {
   /// the shared-memory schedules wake, with a message, only the peers that may sleep by now.
   /// Zero: it may sleep at once.
   virtual std::chrono::microseconds spin() const { return {}; }
+  /// Index of the host group rank r runs on: ranks with equal indices share memory (hosts
+  /// numbered in order of their lowest world rank).
+  virtual int host_of(int /*r*/) const { return 0; }
 };
 
 }  // namespace seam::collectives

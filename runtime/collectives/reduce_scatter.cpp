@@ -103,6 +103,9 @@ comm::Task reduce_scatter_blocks(Group& g, Collective collective, const void* se
   if (a == Algorithm::shm)
     return shm_reduce_scatter(g, collective_name(collective), in, out, std::move(counts), dtype,
                               op);
+  if (a == Algorithm::hierarchical)
+    return hierarchical_reduce_scatter(g, collective_name(collective), in, out, std::move(counts),
+                                       dtype, op);
   if (a == Algorithm::direct)
     return direct_reduce_scatter(g, collective_name(collective), in, out, std::move(counts),
                                  dtype, op, 0);

@@ -19,6 +19,14 @@
 
 namespace seam::collectives {
 
+/// recv = op over ranks of send. Direct: every rank sends its whole buffer to every peer and
+/// reduces the n buffers in rank order (one round, one rounding, the same bits on every rank).
+comm::Task direct_all_reduce(Group& g, const char* send, char* recv, size_t count, DType dtype,
+                             ReduceOp op);
+/// Same result by a ring reduce-scatter of n near-equal blocks, then a ring all-gather of them.
+comm::Task ring_all_reduce(Group& g, const char* send, char* recv, size_t count, DType dtype,
+                           ReduceOp op);
+
 /// Block r of op(all ranks' send) into out (counts[r] elements). Every rank sends each peer its
 /// block; each rank reduces the n contributions to its block in rank order, rounding once.
 comm::Task direct_reduce_scatter(Group& g, std::string_view collective, const char* send,
@@ -44,6 +52,17 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
                               std::vector<size_t> counts, DType dtype, ReduceOp op);
 comm::Task shm_all_gather(Group& g, std::string_view collective, const char* send, char* recv,
                           std::vector<size_t> counts, DType dtype);
+/// Two-level, over hosts with as many ranks on each (hierarchical.cpp; selection.cpp says
+/// which layouts each takes): the ranks of a host combine through shared memory, and only one
+/// rank per host and block crosses the network.
+comm::Task hierarchical_all_reduce(Group& g, const char* send, char* recv, size_t count,
+                                   DType dtype, ReduceOp op);
+comm::Task hierarchical_reduce_scatter(Group& g, std::string_view collective, const char* send,
+                                       char* out, std::vector<size_t> counts, DType dtype,
+                                       ReduceOp op);
+comm::Task hierarchical_all_gather(Group& g, std::string_view collective, const char* send,
+                                   char* recv, std::vector<size_t> counts, DType dtype);
+
 /// How this process's last shared-memory collective moved its data ("slots", "slots-whole",
 /// "single-copy", "zero-copy"; "" before the first): the perf binaries' algorithm column.
 std::string_view last_shm_schedule();

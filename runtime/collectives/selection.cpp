@@ -1,8 +1,11 @@
 #include "runtime/collectives/selection.h"
 
+#include <atomic>
+
 #include "layouts/config.h"
 #include "layouts/errors.h"
 #include "layouts/log.h"
+#include "runtime/collectives/hosts.h"
 
 namespace seam::collectives {
 namespace {
@@ -10,17 +13,22 @@ namespace {
 // Below this, one round of direct messages beats the ring's 2(n-1) pipelined steps.
 constexpr size_t kDefaultSmallMessageBytes = 64 * 1024;
 
-Algorithm by_size(size_t bytes) {
-  size_t small = Config::get().small_msg_bytes ? Config::get().small_msg_bytes
-                                               : kDefaultSmallMessageBytes;
-  return bytes <= small ? Algorithm::direct : Algorithm::ring;
-}
-
 bool has_shm_schedule(Collective c) {
   return c == Collective::all_reduce || c == Collective::reduce_scatter ||
          c == Collective::reduce_scatterv || c == Collective::all_gather ||
          c == Collective::all_gatherv;
 }
+
+/// Whether g's layout fits c's two-level schedule: the all-reduce chooses its own blocks, so
+/// any layout with as many ranks on each host does; the reduce-scatters and gathers keep the
+/// callers' blocks in place only where each host holds consecutive ranks.
+bool two_level_fits(Collective c, const Group& g) {
+  if (!has_shm_schedule(c) || g.transport_name() != "shm+ucx") return false;
+  const HostLayout layout = host_layout(g);
+  return layout.two_level() && (c == Collective::all_reduce || layout.host_major);
+}
+
+std::atomic<Algorithm> last{Algorithm::direct};  // read by another thread at most, for display
 
 }  // namespace
 
@@ -43,30 +51,46 @@ std::string_view algorithm_name(Algorithm a) {
     case Algorithm::direct: return "direct";
     case Algorithm::ring: return "ring";
     case Algorithm::shm: return "shm";
+    case Algorithm::hierarchical: return "hierarchical";
   }
   return "?";
 }
 
-Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_view transport) {
+Algorithm message_algorithm(size_t bytes) {
   const std::string& forced = Config::get().algorithm;
-  if (!forced.empty() && forced != "direct" && forced != "ring" && forced != "shm")
-    throw ValueError("SEAM_ALGO: unknown algorithm '" + forced + "' (direct, ring or shm)");
-  // Through shared memory whenever every rank is local: it beats messages at every size.
-  const bool shm = ranks > 1 && transport == "shm" && has_shm_schedule(c);
-  Algorithm chosen = shm && forced.empty() ? Algorithm::shm : by_size(bytes);
-  if (forced == "direct") chosen = Algorithm::direct;
-  if (forced == "ring") chosen = Algorithm::ring;
-  if (forced == "shm" && shm) chosen = Algorithm::shm;
+  if (forced == "direct") return Algorithm::direct;
+  if (forced == "ring") return Algorithm::ring;
+  size_t small = Config::get().small_msg_bytes ? Config::get().small_msg_bytes
+                                               : kDefaultSmallMessageBytes;
+  return bytes <= small ? Algorithm::direct : Algorithm::ring;
+}
+
+Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_view transport,
+                           bool two_level) {
+  const std::string& forced = Config::get().algorithm;
+  if (!forced.empty() && forced != "direct" && forced != "ring" && forced != "shm" &&
+      forced != "hierarchical")
+    throw ValueError("SEAM_ALGO: unknown algorithm '" + forced +
+                     "' (direct, ring, shm or hierarchical)");
   // scatterv and barrier have one schedule each.
-  if (c == Collective::scatterv || c == Collective::barrier) chosen = Algorithm::direct;
-  return chosen;
+  if (c == Collective::scatterv || c == Collective::barrier) return Algorithm::direct;
+  // Through shared memory whenever every rank is local: it beats messages at every size. Over
+  // hosts, the two-level schedules: every size sends fewer messages and bytes over the network.
+  const bool shm = ranks > 1 && transport == "shm" && has_shm_schedule(c);
+  const bool hierarchical = two_level && transport == "shm+ucx" && has_shm_schedule(c);
+  if (shm && (forced.empty() || forced == "shm")) return Algorithm::shm;
+  if (hierarchical && (forced.empty() || forced == "hierarchical")) return Algorithm::hierarchical;
+  return message_algorithm(bytes);
 }
 
 Algorithm select_algorithm(Collective c, const Group& g, size_t bytes, size_t count, DType dtype) {
-  Algorithm chosen = choose_algorithm(c, g.size(), bytes, g.transport_name());
+  Algorithm chosen = choose_algorithm(c, g.size(), bytes, g.transport_name(), two_level_fits(c, g));
+  last.store(chosen, std::memory_order_relaxed);
   log().debug("{}: algorithm={} count={} dtype={} ranks={} transport={}", collective_name(c),
               algorithm_name(chosen), count, dtype_name(dtype), g.size(), g.transport_name());
   return chosen;
 }
+
+Algorithm last_algorithm() { return last.load(std::memory_order_relaxed); }
 
 }  // namespace seam::collectives

@@ -18,19 +18,31 @@ enum class Collective {
 /// direct: every rank exchanges with every other in one round (latency; n-1 messages a rank).
 /// ring: chunked, pipelined ring (bandwidth; 2 neighbours).
 /// shm: straight out of a region every local rank maps (all ranks on the shm transport).
-enum class Algorithm { direct, ring, shm };
+/// hierarchical: over hosts with as many ranks on each, the ranks of a host combine through
+/// shared memory and one rank per host and block crosses the network (hierarchical.cpp).
+enum class Algorithm { direct, ring, shm, hierarchical };
 
 std::string_view collective_name(Collective c);
 std::string_view algorithm_name(Algorithm a);
 
 /// The algorithm a call of `ranks` ranks moving `bytes` (the whole buffer: all ranks' blocks)
-/// gets over `transport` (perf tools print it per row): shm when every rank is on the shm
-/// transport and the collective has a shared-memory schedule, else direct up to
-/// SEAM_SMALL_MSG_BYTES and ring above. SEAM_ALGO=direct|ring|shm forces one where it applies
-/// (shm only where possible); another name is a ValueError.
-Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_view transport);
+/// gets over `transport`: shm when every rank is on the shm transport and the collective has a
+/// shared-memory schedule; hierarchical when the ranks span hosts through "shm+ucx" and
+/// `two_level` (the collective's two-level schedule fits how they sit on the hosts: as many
+/// on each, two or more; for all but the all-reduce each host's ranks consecutive); else
+/// message_algorithm. SEAM_ALGO=direct|ring|shm|hierarchical forces
+/// one where it applies (shm and hierarchical only where possible); another name is a
+/// ValueError.
+Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_view transport,
+                           bool two_level = false);
+/// Between the message schedules: direct up to SEAM_SMALL_MSG_BYTES, ring above, or the one
+/// SEAM_ALGO names.
+Algorithm message_algorithm(size_t bytes);
 
-/// choose_algorithm for this group, logged at debug level with the count, dtype and transport.
+/// choose_algorithm for this group, logged at debug level with the count, dtype and transport,
+/// and kept for last_algorithm.
 Algorithm select_algorithm(Collective c, const Group& g, size_t bytes, size_t count, DType dtype);
+/// The algorithm of this process's last collective call (the perf binaries' column).
+Algorithm last_algorithm();
 
 }  // namespace seam::collectives

@@ -120,6 +120,9 @@ class Engine {
   /// Tells the other ranks this one aborted, so they fail at once rather than at their deadline.
   std::function<void(const std::string&)> broadcast_abort;
   std::vector<std::string> peer_transport;  ///< per world rank
+  /// Per world rank, the index of its host (hosts numbered in order of their lowest rank);
+  /// empty where every rank shares one host (loopback engines).
+  std::vector<int> host_of;
 
  private:
   void step_all();
@@ -143,17 +146,20 @@ class Engine {
 class OpGroup final : public collectives::Group {
  public:
   OpGroup(Engine& engine, std::shared_ptr<const std::vector<int>> members, int rank,
-          uint64_t tag_base, uint32_t ctx)
+          uint64_t tag_base, uint32_t ctx, std::string_view transport)
       : engine_(&engine), t_(engine.transport()), members_(std::move(members)), rank_(rank),
-        tag_base_(tag_base), name_(&engine.transport_name), ctx_(ctx) {}
+        tag_base_(tag_base), name_(transport), ctx_(ctx) {}
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(members_->size()); }
   int world_rank(int r) const override { return (*members_)[static_cast<size_t>(r)]; }
   const std::vector<int>& members() const { return *members_; }
   transport::RequestPtr isend(int peer, uint32_t step, const void* data, size_t bytes) override;
   transport::RequestPtr irecv(int peer, uint32_t step, void* data, size_t bytes) override;
-  std::string_view transport_name() const override { return *name_; }
+  std::string_view transport_name() const override { return name_; }
   uint64_t communicator_id() const override { return ctx_; }
+  int host_of(int r) const override {
+    return engine_->host_of.empty() ? 0 : engine_->host_of[static_cast<size_t>(world_rank(r))];
+  }
   std::chrono::microseconds spin() const override { return engine_->spin(); }
   /// The tag of the operation's messages before the step (for collectives: with the signature).
   uint64_t tag_base() const { return tag_base_; }
@@ -168,7 +174,7 @@ class OpGroup final : public collectives::Group {
   std::shared_ptr<const std::vector<int>> members_;
   int rank_;
   uint64_t tag_base_;
-  const std::string* name_;
+  std::string_view name_;  // a literal or the engine's name
   uint32_t ctx_;
 };
 
@@ -210,8 +216,7 @@ class WorkState {
 class CommunicatorImpl {
  public:
   CommunicatorImpl(std::shared_ptr<Engine> engine, std::shared_ptr<const std::vector<int>> members,
-                   int rank, uint32_t ctx)
-      : engine(std::move(engine)), members(std::move(members)), rank(rank), ctx(ctx) {}
+                   int rank, uint32_t ctx);
 
   /// A new collective operation of this communicator (consumes a sequence number).
   /// A collective's state; `signature` (tags::signature) goes into its messages' tags.
@@ -233,6 +238,10 @@ class CommunicatorImpl {
   std::shared_ptr<const std::vector<int>> members;  // world rank of each comm rank
   int rank;
   uint32_t ctx;
+  /// What this communicator's messages take: "shm" where its members all share a host, even
+  /// in a job that spans hosts (its collectives then run out of shared memory), "ucx" where
+  /// no two do, else the engine's name.
+  std::string_view transport;
   uint32_t seq = 0;
   std::vector<std::pair<uint64_t, uint32_t>> group_creations;  // (member-list hash, count)
 };

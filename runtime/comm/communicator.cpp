@@ -106,9 +106,24 @@ uint64_t hash_ranks(std::span<const int> ranks) {
   return h;
 }
 
+/// CommunicatorImpl::transport for these members (world ranks; `me` among them).
+std::string_view members_transport(const Engine& engine, const std::vector<int>& members, int me) {
+  if (engine.transport_name != "shm+ucx") return engine.transport_name;
+  size_t local = 0;
+  for (int m : members) local += m != me && engine.peer_transport[static_cast<size_t>(m)] == "shm";
+  if (local + 1 == members.size()) return "shm";
+  return local == 0 ? "ucx" : "shm+ucx";
+}
+
 }  // namespace
 
 // ---- CommunicatorImpl -----------------------------------------------------------------------
+
+CommunicatorImpl::CommunicatorImpl(std::shared_ptr<Engine> engine_,
+                                   std::shared_ptr<const std::vector<int>> members_, int rank_,
+                                   uint32_t ctx_)
+    : engine(std::move(engine_)), members(std::move(members_)), rank(rank_), ctx(ctx_),
+      transport(members_transport(*engine, *members, (*members)[static_cast<size_t>(rank)])) {}
 
 std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op, uint32_t signature) {
   engine->check_usable();
@@ -116,7 +131,7 @@ std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op, uint
   const uint32_t s = seq++;
   return seam::detail::make_pooled<WorkState>(
       engine, op, ctx, s, rank, static_cast<int>(members->size()),
-      OpGroup(*engine, members, rank, tags::collective_base(ctx, s, signature), ctx));
+      OpGroup(*engine, members, rank, tags::collective_base(ctx, s, signature), ctx, transport));
 }
 
 std::shared_ptr<WorkState> CommunicatorImpl::new_collective(collectives::Collective c, DType dtype,
@@ -130,7 +145,7 @@ std::shared_ptr<WorkState> CommunicatorImpl::new_p2p(const char* op, uint32_t us
   engine->check_usable();
   return seam::detail::make_pooled<WorkState>(
       engine, op, ctx, seq, rank, static_cast<int>(members->size()),
-      OpGroup(*engine, members, rank, tags::make(ctx, tags::p2p, user_tag), ctx));
+      OpGroup(*engine, members, rank, tags::make(ctx, tags::p2p, user_tag), ctx, transport));
 }
 
 Work CommunicatorImpl::launch(const std::shared_ptr<WorkState>& w) {
@@ -149,7 +164,7 @@ int Communicator::world_rank(int r) const {
   if (r < 0 || r >= size()) throw ValueError("seam: rank " + std::to_string(r) + " outside the communicator of " + std::to_string(size()));
   return (*impl_->members)[static_cast<size_t>(r)];
 }
-std::string Communicator::transport_name() const { return impl_->engine->transport_name; }
+std::string Communicator::transport_name() const { return std::string(impl_->transport); }
 
 std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions& options) {
   const Config& cfg = Config::get();
@@ -224,6 +239,10 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
     if (ucx_raw) ucx_raw->broadcast_abort(reason);
   };
   engine->peer_transport = std::move(per_peer);
+  if (use_ucx) {
+    std::map<std::string, int> index;  // hosts in order of their lowest rank
+    for (const auto& h : hosts) engine->host_of.push_back(index.emplace(h, static_cast<int>(index.size())).first->second);
+  }
   auto members = std::make_shared<std::vector<int>>(static_cast<size_t>(size));
   std::iota(members->begin(), members->end(), 0);
   return std::make_shared<Communicator>(std::make_unique<CommunicatorImpl>(engine, members, rank, 0));
@@ -254,7 +273,8 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
   const uint32_t payload = static_cast<uint32_t>(((h ^ (h >> 23) ^ (h >> 46)) & 0x7fffff) << 8) | (count & 0xff);
   auto w = std::make_shared<WorkState>(
       im.engine, "group", im.ctx, im.seq, im.rank, size(),
-      OpGroup(*im.engine, im.members, im.rank, tags::make(im.ctx, tags::internal, payload), im.ctx));
+      OpGroup(*im.engine, im.members, im.rank, tags::make(im.ctx, tags::internal, payload), im.ctx,
+              im.transport));
   std::vector<int> sub(ranks.begin(), ranks.end());
   std::vector<Record> all(sub.size());
   all[pos] = {static_cast<int64_t>(im.engine->next_context()), 0, 0, 0};

@@ -41,8 +41,8 @@ class Communicator {
   int size() const;
   /// World rank of this communicator's rank r.
   int world_rank(int r) const;
-  /// Transport in use between this rank and its peers ("shm", "ucx", or "shm+ucx" when a job
-  /// spans hosts).
+  /// Transport between this communicator's ranks: "shm" when they all share a host (also in a
+  /// job that spans hosts), "ucx" when no two do, "shm+ucx" for a mix.
   std::string transport_name() const;
 
   /// Sub-group of the given ranks (of this communicator, in that order); collective over the

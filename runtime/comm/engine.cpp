@@ -82,6 +82,11 @@ void Engine::fail(WorkState& w, std::exception_ptr e) {
     w.error_text = msg;
     w.status = WorkState::Status::failed;
     abort(msg, x.peer());
+  } catch (const MismatchError& x) {
+    w.error = e;
+    w.error_text = x.what();
+    w.status = WorkState::Status::failed;
+    if (x.aborts()) abort(describe(w) + ": " + x.what(), -1);
   } catch (const std::exception& x) {
     w.error = e;
     w.error_text = x.what();

@@ -133,7 +133,15 @@ struct ConditionAwaiter : AwaiterBase<ConditionAwaiter> {
 
 struct SubTaskAwaiter : AwaiterBase<SubTaskAwaiter> {
   Task* sub;
-  bool ready() override { return sub->step(); }
+  // A failed sub-task is ready: await_resume rethrows its error inside the awaiting coroutine
+  // (which may catch it), not in the driver that polls ready().
+  bool ready() override {
+    try {
+      return sub->step();
+    } catch (...) {
+      return true;
+    }
+  }
   int blocking_peer() const override { return sub->blocking_peer(); }
   void await_resume() { sub->step(); }
 };

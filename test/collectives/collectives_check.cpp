@@ -2,12 +2,16 @@
 // matrix of collective_cases.h through the Communicator on real processes, on the world and on
 // split sub-groups (even and odd ranks). Prints each failing case and exits non-zero if any
 // rank saw a wrong result or an error. With --shared-memory every buffer lies in
-// SharedHostMemory (the zero-copy schedules).
+// SharedHostMemory (the zero-copy schedules). With --expect-all-reduce NAME the world's
+// all-reduces must take that algorithm (selection.h), so a test of a path fails if it is not
+// taken.
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <string>
 
+#include "runtime/collectives/selection.h"
 #include "runtime/comm/communicator.h"
 #include "test/collectives/collective_cases.h"
 
@@ -39,7 +43,12 @@ int run_matrix(comm::Communicator& comm, const char* label, bool large, bool sha
 
 int main(int argc, char** argv) {
   using namespace seam;
-  const bool shared_memory = argc > 1 && std::strcmp(argv[1], "--shared-memory") == 0;
+  bool shared_memory = false;
+  const char* expected_all_reduce = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--shared-memory") == 0) shared_memory = true;
+    if (std::strcmp(argv[i], "--expect-all-reduce") == 0 && i + 1 < argc) expected_all_reduce = argv[++i];
+  }
   try {
     auto world = comm::Communicator::create_world();
     int failures = test::run_matrix(*world, "world", true, shared_memory);
@@ -50,11 +59,17 @@ int main(int argc, char** argv) {
     }
     int total = failures;
     world->all_reduce(&total, &total, 1, DType::i32, ReduceOp::sum).wait();
+    const std::string_view all_reduce = collectives::algorithm_name(collectives::last_algorithm());
+    if (expected_all_reduce && all_reduce != expected_all_reduce) {
+      std::fprintf(stderr, "collectives_check: rank %d: the all-reduce took %s, expected %s\n",
+                   world->rank(), std::string(all_reduce).c_str(), expected_all_reduce);
+      return 1;
+    }
     if (world->rank() == 0)
-      std::printf("collectives_check: %d ranks, transport %s%s: %s (%d failures)\n",
+      std::printf("collectives_check: %d ranks, transport %s%s, all-reduce %s: %s (%d failures)\n",
                   world->size(), world->transport_name().c_str(),
-                  shared_memory ? ", SharedHostMemory buffers" : "", total == 0 ? "OK" : "FAILED",
-                  total);
+                  shared_memory ? ", SharedHostMemory buffers" : "",
+                  std::string(all_reduce).c_str(), total == 0 ? "OK" : "FAILED", total);
     return total == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "collectives_check: %s\n", e.what());

@@ -1,11 +1,13 @@
-// Integration check under mpirun: ranks that call all-reduce with different counts, or the
+// Integration check under mpirun (or over hosts in network namespaces): ranks that call
+// all-reduce with different counts, or the
 // v-collectives with different blocks of the same total (and, where
 // the shared-memory schedules carry them in their call signature, different dtypes or ops) all
 // get a MismatchError, as do ranks of which only some pass buffers in SharedHostMemory; and the
 // communicator stays usable afterwards. On the message path (UCX) a dtype disagreement with
 // equal byte counts ends, last, in a MismatchError within milliseconds (the calls' messages
 // carry different signatures, and a waiting rank finds the peer's unmatched one), never in a
-// combined result.
+// combined result. Over hosts a count disagreement ends the same way (the two-level schedules
+// leave the other hosts' ranks waiting on those that found it).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -49,19 +51,16 @@ bool mismatch_detected(seam::comm::Communicator& comm, size_t count0, size_t cou
   });
 }
 
-/// Message path: rank 0 sums floats, the others int32s of the same size. True when this rank
-/// got, long before the call's deadline, a MismatchError naming what the peer called, or the
-/// abort notice of the peer that found out first, which says the same (the call's messages are
-/// stranded: the communicator is unusable afterwards).
-bool message_path_dtype_mismatch_refused(seam::comm::Communicator& comm) {
-  std::vector<float> buffer(64, 1.0f);
+/// Runs `call`, which must end on this rank long before its deadline in a MismatchError or in
+/// the abort notice of the peer that found the mismatch first, either saying `named` (the
+/// call's messages or waits are stranded: the communicator is unusable afterwards).
+bool ends_in_mismatch(const seam::comm::Communicator& comm, const std::string& what,
+                      const std::string& named, const std::function<void()>& call) {
   const auto start = std::chrono::steady_clock::now();
   std::string error;
   try {
-    comm.all_reduce(buffer.data(), buffer.data(), buffer.size(),
-                    comm.rank() == 0 ? DType::f32 : DType::i32, ReduceOp::sum)
-        .wait();
-    std::fprintf(stderr, "rank %d: float vs int32 over %s: no error\n", comm.rank(),
+    call();
+    std::fprintf(stderr, "rank %d: %s over %s: no error\n", comm.rank(), what.c_str(),
                  comm.transport_name().c_str());
     return false;
   } catch (const seam::MismatchError& e) {
@@ -69,18 +68,41 @@ bool message_path_dtype_mismatch_refused(seam::comm::Communicator& comm) {
   } catch (const seam::CommError& e) {  // the peer's abort notice
     error = e.what();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "rank %d: float vs int32: %s instead of a MismatchError\n", comm.rank(),
+    std::fprintf(stderr, "rank %d: %s: %s instead of a MismatchError\n", comm.rank(), what.c_str(),
                  e.what());
     return false;
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const bool named = error.find("called all_reduce float sum") != std::string::npos ||
-                     error.find("called all_reduce int32 sum") != std::string::npos;
-  if (!named || seconds > 10)
-    std::fprintf(stderr, "rank %d: float vs int32 after %.1f s: %s\n", comm.rank(), seconds,
+  const bool said = error.find(named) != std::string::npos;
+  if (!said || seconds > 10)
+    std::fprintf(stderr, "rank %d: %s after %.1f s: %s\n", comm.rank(), what.c_str(), seconds,
                  error.c_str());
-  return named && seconds <= 10;
+  return said && seconds <= 10;
+}
+
+/// Message path: rank 0 sums floats, the others int32s of the same size; every rank learns
+/// what a peer called.
+bool message_path_dtype_mismatch_refused(seam::comm::Communicator& comm) {
+  std::vector<float> buffer(64, 1.0f);
+  const bool first = comm.rank() == 0;
+  return ends_in_mismatch(comm, "float vs int32", "called all_reduce", [&] {
+    comm.all_reduce(buffer.data(), buffer.data(), buffer.size(), first ? DType::f32 : DType::i32,
+                    ReduceOp::sum)
+        .wait();
+  });
+}
+
+/// Over hosts (the two-level schedules): rank 0 all-reduces 120 elements, the others 100. The
+/// ranks of rank 0's host find out in shared memory; the other hosts' ranks, which would wait
+/// for them in the network phase, learn it from their abort notice.
+bool mismatch_over_hosts_refused(seam::comm::Communicator& comm) {
+  std::vector<float> buffer(120, 1.0f);
+  return ends_in_mismatch(comm, "count 100 vs 120 over hosts", "called with other arguments", [&] {
+    comm.all_reduce(buffer.data(), buffer.data(), comm.rank() == 0 ? 120 : 100, DType::f32,
+                    ReduceOp::sum)
+        .wait();
+  });
 }
 
 /// The v-collectives with block counts the ranks disagree on though their totals agree: rank 0
@@ -121,6 +143,9 @@ int main() {
     // The shared-memory schedules compare full call signatures; with SEAM_ALGO (or UCX) the
     // calls go through messages, whose tags carry them.
     const bool shm_schedules = comm->transport_name() == "shm" && std::getenv("SEAM_ALGO") == nullptr;
+    // Over hosts each rank reports for itself: the mismatch leaves the communicator unusable.
+    if (comm->transport_name() == "shm+ucx" && std::getenv("SEAM_ALGO") == nullptr)
+      return mismatch_over_hosts_refused(*comm) ? 0 : 1;
     int ok = 1;
     if (comm->size() > 1) {
       ok &= mismatch_detected(*comm, 100, 120, DType::f32, DType::f32, ReduceOp::sum, ReduceOp::sum,

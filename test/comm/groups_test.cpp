@@ -1,10 +1,14 @@
 // Sub-communicators at any rank count: split(color, key) with MPI ordering, group(ranks) in the
 // listed order, nested splits, and operations of different communicators in flight at once
 // (their messages must never match each other's; waiting on a later one must not deadlock an
-// earlier one).
+// earlier one). Over hosts (SEAM_HOSTNAME set per rank), a split by host reports the shm
+// transport: its collectives run out of shared memory.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "comm_check.h"
@@ -147,6 +151,12 @@ int main() {
           issued.push_back(world->all_reduce(&ones[i], &sums[i], 1, DType::i32, ReduceOp::sum));
       for (auto& w : issued) w.wait();
       for (int32_t s : sums) COMM_CHECK(s == n, "outstanding collectives: sum %d", s);
+    }
+    if (const char* host = std::getenv("SEAM_HOSTNAME"); host && world->transport_name() == "shm+ucx") {
+      auto local = world->split(static_cast<int>(std::hash<std::string>{}(host) & 0x7fffffff), me);
+      COMM_CHECK(local->transport_name() == "shm", "split by host: transport %s",
+                 local->transport_name().c_str());
+      check_sum(*local, "split by host");
     }
     world->barrier().wait();
     if (me == 0) std::printf("groups test passed on %d ranks (%s)\n", n, world->transport_name().c_str());

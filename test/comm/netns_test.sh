@@ -5,10 +5,17 @@
 #   netns_test.sh LAUNCHER RANK_BINARY [ARGS...]           run the binary; every rank must pass
 #   netns_test.sh --cut LAUNCHER FAULT_BINARY [ARGS...]    take the link down midway; every rank
 #                                                          must fail with a CommError, no hang
+#   netns_test.sh --interleaved LAUNCHER RANK_BINARY ...   ranks 0 and 2 on the first host, 1 and 3
+#                                                          on the second (else 0, 1 and 2, 3)
+#   netns_test.sh --rate RATE LAUNCHER RANK_BINARY ...     the link shaped to RATE each way (tc tbf,
+#                                                          e.g. 1gbit): benchmarks over a network
+#                                                          slower than memory
 # Exits 77 (CTest: skipped) when not root or without ip(8)/network namespaces.
 set -u
-cut=0
+cut=0 interleaved=0 rate=
 if [ "${1:-}" = "--cut" ]; then cut=1; shift; fi
+if [ "${1:-}" = "--interleaved" ]; then interleaved=1; shift; fi
+if [ "${1:-}" = "--rate" ]; then rate=$2; shift 2; fi
 launcher=$1; shift
 if [ "$(id -u)" != 0 ]; then echo "SKIP: the multi-host test needs root (ip netns)"; exit 77; fi
 if ! command -v ip > /dev/null; then echo "SKIP: the multi-host test needs ip (iproute2)"; exit 77; fi
@@ -31,12 +38,18 @@ ip -n "$b" link set "vb$$" name seamveth
 ip -n "$a" addr add 10.77.0.1/24 dev seamveth
 ip -n "$b" addr add 10.77.0.2/24 dev seamveth
 for ns in "$a" "$b"; do ip -n "$ns" link set lo up; ip -n "$ns" link set seamveth up; done
+if [ -n "$rate" ]; then
+  for ns in "$a" "$b"; do ip netns exec "$ns" tc qdisc add dev seamveth root tbf rate "$rate" burst 1mb latency 100ms; done
+fi
 set +e
 
-common=(-n 4 --store-host 10.77.0.1 --ns 0="$a" --ns 1="$a" --ns 2="$b" --ns 3="$b"
-        --env 0:SEAM_HOSTNAME=host-a --env 1:SEAM_HOSTNAME=host-a
-        --env 2:SEAM_HOSTNAME=host-b --env 3:SEAM_HOSTNAME=host-b
-        --env UCX_TLS=tcp,self --env UCX_NET_DEVICES=seamveth)
+# Rank 0 serves the store, so it is on the first host either way.
+if [ $interleaved = 1 ]; then hosts=(a b a b); else hosts=(a a b b); fi
+common=(-n 4 --store-host 10.77.0.1 --env UCX_TLS=tcp,self --env UCX_NET_DEVICES=seamveth)
+for r in 0 1 2 3; do
+  ns=$a; [ "${hosts[$r]}" = b ] && ns=$b
+  common+=(--ns "$r=$ns" --env "$r:SEAM_HOSTNAME=host-${hosts[$r]}")
+done
 if [ $cut = 1 ]; then
   "$launcher" "${common[@]}" --env SEAM_TIMEOUT_MS=3000 --cut-after-ms 3000 \
     --cut-cmd "ip -n $b link set seamveth down" --max-detect-ms 5000 --timeout-s 60 -- "$@"

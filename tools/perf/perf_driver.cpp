@@ -129,6 +129,7 @@ double median_seconds(int warmup, int iters, Call call) {
 struct Row {
   double seconds[3] = {0, 0, 0};  // out-of-place, in-place, MPI (slowest rank's median)
   double wrong[2] = {0, 0};       // elements wrong, summed over ranks
+  collectives::Algorithm algorithm{};  // what the timed out-of-place calls took
   std::string_view schedule;      // the shared-memory schedule of the timed out-of-place calls
 };
 
@@ -172,7 +173,10 @@ class Driver {
       comm_.barrier().wait();
       row.seconds[in_place] = median_seconds(in_place ? a_.warmup : settled_warmup(a_.warmup),
                                              a_.iters, call);
-      if (!in_place) row.schedule = collectives::last_shm_schedule();
+      if (!in_place) {
+        row.algorithm = collectives::last_algorithm();
+        row.schedule = collectives::last_shm_schedule();
+      }
       if (a_.check) {
         if (in_place)
           b.reset_in_place();
@@ -244,10 +248,9 @@ class Driver {
     else
       std::snprintf(mpi, sizeof mpi, "%9s %8s", "n/a", "n/a");
     double bound_seconds = c_.bound_bytes(size, n_) / membw_;
-    auto algorithm = collectives::choose_algorithm(c_.kind, n_, bytes, comm_.transport_name());
     // Shared-memory calls also name their schedule.
-    std::string path(collectives::algorithm_name(algorithm));
-    if (algorithm == collectives::Algorithm::shm && !row.schedule.empty())
+    std::string path(collectives::algorithm_name(row.algorithm));
+    if (row.algorithm == collectives::Algorithm::shm && !row.schedule.empty())
       path.append(":").append(row.schedule);
     std::printf("  %10zu %12zu %8s %6s   %s   %s   %s %6.1f  %s\n", bytes, count,
                 std::string(dtype_name(a_.dtype)).c_str(),
