@@ -76,18 +76,30 @@ void log_phases(std::string_view collective, const HostViews& v, Algorithm netwo
               collective, v.layout.hosts, v.layout.per_host, algorithm_name(network));
 }
 
-/// Host h's blocks in a host-major group: the counts of its ranks'.
-std::vector<size_t> host_blocks(const std::vector<size_t>& counts, int h, int per_host) {
-  auto first = counts.begin() + static_cast<ptrdiff_t>(h) * per_host;
-  return {first, first + per_host};
-}
+/// A reduce-scatter's or gather's blocks over hosts whose ranks are consecutive (host-major):
+/// host h's blocks lie together, and the blocks of this rank's place on every host are the
+/// ones it moves over the network.
+struct HostBlocks {
+  HostBlocks(Group& g, std::string_view collective, std::vector<size_t> counts_, DType dtype)
+      : views(g), counts(std::move(counts_)), offsets(block_offsets(counts)) {
+    for (int h = 0; h < views.layout.hosts; ++h)
+      across.push_back(counts[static_cast<size_t>(h * views.layout.per_host + views.layout.local_index)]);
+    at = block_offsets(across);
+    network = message_algorithm(at.back() * dtype_size(dtype));
+    log_phases(collective, views, network);
+  }
+  /// Host h's ranks' blocks, and where the first starts (elements).
+  std::vector<size_t> of_host(int h) const {
+    auto first = counts.begin() + static_cast<ptrdiff_t>(h) * views.layout.per_host;
+    return {first, first + views.layout.per_host};
+  }
+  size_t host_offset(int h) const { return offsets[static_cast<size_t>(h * views.layout.per_host)]; }
 
-/// Per host, the count of the block of the rank at `local_index` on it (host-major).
-std::vector<size_t> blocks_at(const std::vector<size_t>& counts, const HostLayout& layout) {
-  std::vector<size_t> at(static_cast<size_t>(layout.hosts));
-  for (int h = 0; h < layout.hosts; ++h) at[h] = counts[h * layout.per_host + layout.local_index];
-  return at;
-}
+  HostViews views;
+  std::vector<size_t> counts, offsets;
+  std::vector<size_t> across, at;  // the blocks that cross the network, and their offsets
+  Algorithm network;
+};
 
 /// A two-level call, run in its Turn. A mismatch aborts the communicator: the ranks that find
 /// it (those of one host, or of one pair of hosts) stop, while ranks of other hosts may wait on
@@ -127,55 +139,41 @@ comm::Task all_reduce_over_hosts(Group& g, const char* send, char* recv, size_t 
 comm::Task reduce_scatter_over_hosts(Group& g, std::string_view collective, const char* send,
                                      char* out, std::vector<size_t> counts, DType dtype,
                                      ReduceOp op) {
-  HostViews v(g);
-  const int hosts = v.layout.hosts, per_host = v.layout.per_host;
+  HostBlocks b(g, collective, std::move(counts), dtype);
   const size_t es = dtype_size(dtype);
-  const auto off = block_offsets(counts);
-  const std::vector<size_t> across = blocks_at(counts, v.layout);
-  const auto at = block_offsets(across);
-  const Algorithm network = message_algorithm(at.back() * es);
-  log_phases(collective, v, network);
   // Host h's blocks, summed over this host's ranks: the block of rank j on host h lands on
-  // this host's rank j (one shared-memory reduce-scatter per host: its blocks are consecutive).
-  Scratch partial(at.back() * es);
-  for (int h = 0; h < hosts; ++h) {
-    comm::Task reduce = shm_reduce_scatter(v.local, collective, send + off[h * per_host] * es,
-                                           partial.data() + at[h] * es,
-                                           host_blocks(counts, h, per_host), dtype, op);
+  // this host's rank j (one shared-memory reduce-scatter per host).
+  Scratch partial(b.at.back() * es);
+  for (int h = 0; h < b.views.layout.hosts; ++h) {
+    comm::Task reduce = shm_reduce_scatter(b.views.local, collective, send + b.host_offset(h) * es,
+                                           partial.data() + b.at[h] * es, b.of_host(h), dtype, op);
     co_await comm::run(reduce);
   }
   // The hosts' partial sums of each block meet on its rank.
-  comm::Task reduce = network == Algorithm::direct
-                          ? direct_reduce_scatter(v.cross, collective, partial.data(), out,
-                                                  across, dtype, op, 0)
-                          : ring_reduce_scatter(v.cross, collective, partial.data(), out, across,
-                                                dtype, op, 0);
+  comm::Task reduce = b.network == Algorithm::direct
+                          ? direct_reduce_scatter(b.views.cross, collective, partial.data(), out,
+                                                  b.across, dtype, op, 0)
+                          : ring_reduce_scatter(b.views.cross, collective, partial.data(), out,
+                                                b.across, dtype, op, 0);
   co_await comm::run(reduce);
 }
 
 comm::Task all_gather_over_hosts(Group& g, std::string_view collective, const char* send,
                                  char* recv, std::vector<size_t> counts, DType dtype) {
-  HostViews v(g);
-  const int hosts = v.layout.hosts, per_host = v.layout.per_host;
+  HostBlocks b(g, collective, std::move(counts), dtype);
   const size_t es = dtype_size(dtype);
-  const auto off = block_offsets(counts);
-  const std::vector<size_t> across = blocks_at(counts, v.layout);
-  const auto at = block_offsets(across);
-  const Algorithm network = message_algorithm(at.back() * es);
-  log_phases(collective, v, network);
   // This rank's block meets the blocks of the ranks at its place on the other hosts...
-  Scratch gathered(at.back() * es);
-  comm::Task gather = network == Algorithm::direct
-                          ? direct_all_gather(v.cross, collective, send, gathered.data(), across,
-                                              dtype, 0)
-                          : ring_all_gather(v.cross, collective, send, gathered.data(), across,
-                                            dtype, 0);
+  Scratch gathered(b.at.back() * es);
+  comm::Task gather = b.network == Algorithm::direct
+                          ? direct_all_gather(b.views.cross, collective, send, gathered.data(),
+                                              b.across, dtype, 0)
+                          : ring_all_gather(b.views.cross, collective, send, gathered.data(),
+                                            b.across, dtype, 0);
   co_await comm::run(gather);
   // ...and the host's ranks gather each host's blocks into place.
-  for (int h = 0; h < hosts; ++h) {
-    comm::Task place = shm_all_gather(v.local, collective, gathered.data() + at[h] * es,
-                                      recv + off[h * per_host] * es,
-                                      host_blocks(counts, h, per_host), dtype);
+  for (int h = 0; h < b.views.layout.hosts; ++h) {
+    comm::Task place = shm_all_gather(b.views.local, collective, gathered.data() + b.at[h] * es,
+                                      recv + b.host_offset(h) * es, b.of_host(h), dtype);
     co_await comm::run(place);
   }
 }
