@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Two "hosts" on one machine: network namespaces joined by a veth pair on 10.77.0.0/24, two ranks
-# in each, bootstrapped through the TCP store (served by rank 0 at 10.77.0.1). Within a host the
+# in each (or --per-host N), bootstrapped through the TCP store (served by rank 0 at 10.77.0.1). Within a host the
 # ranks use shared memory, across hosts UCX over TCP (the composite transport).
 #   netns_test.sh LAUNCHER RANK_BINARY [ARGS...]           run the binary; every rank must pass
 #   netns_test.sh --cut LAUNCHER FAULT_BINARY [ARGS...]    take the link down midway; every rank
@@ -10,12 +10,16 @@
 #   netns_test.sh --rate RATE LAUNCHER RANK_BINARY ...     the link shaped to RATE each way (tc tbf,
 #                                                          e.g. 1gbit): benchmarks over a network
 #                                                          slower than memory
+#   netns_test.sh --per-host N LAUNCHER RANK_BINARY ...    N ranks on each host [2]
+# (the options in this order)
 # Exits 77 (CTest: skipped) when not root or without ip(8)/network namespaces.
 set -u
 cut=0 interleaved=0 rate=
 if [ "${1:-}" = "--cut" ]; then cut=1; shift; fi
 if [ "${1:-}" = "--interleaved" ]; then interleaved=1; shift; fi
 if [ "${1:-}" = "--rate" ]; then rate=$2; shift 2; fi
+per_host=2
+if [ "${1:-}" = "--per-host" ]; then per_host=$2; shift 2; fi
 launcher=$1; shift
 if [ "$(id -u)" != 0 ]; then echo "SKIP: the multi-host test needs root (ip netns)"; exit 77; fi
 if ! command -v ip > /dev/null; then echo "SKIP: the multi-host test needs ip (iproute2)"; exit 77; fi
@@ -44,11 +48,13 @@ fi
 set +e
 
 # Rank 0 serves the store, so it is on the first host either way.
-if [ $interleaved = 1 ]; then hosts=(a b a b); else hosts=(a a b b); fi
-common=(-n 4 --store-host 10.77.0.1 --env UCX_TLS=tcp,self --env UCX_NET_DEVICES=seamveth)
-for r in 0 1 2 3; do
-  ns=$a; [ "${hosts[$r]}" = b ] && ns=$b
-  common+=(--ns "$r=$ns" --env "$r:SEAM_HOSTNAME=host-${hosts[$r]}")
+n=$((2 * per_host))
+common=(-n $n --store-host 10.77.0.1 --env UCX_TLS=tcp,self --env UCX_NET_DEVICES=seamveth)
+for ((r = 0; r < n; ++r)); do
+  if [ $interleaved = 1 ]; then host=$((r % 2)); else host=$((r / per_host)); fi
+  ns=$a host_name=host-a
+  [ $host = 1 ] && ns=$b host_name=host-b
+  common+=(--ns "$r=$ns" --env "$r:SEAM_HOSTNAME=$host_name")
 done
 if [ $cut = 1 ]; then
   "$launcher" "${common[@]}" --env SEAM_TIMEOUT_MS=3000 --cut-after-ms 3000 \
