@@ -10,6 +10,8 @@
 
 namespace seam::collectives {
 
+/// Where a group's ranks run, as this rank sees it: how many hosts, ranks per host, and its
+/// two views.
 struct HostLayout {
   int hosts = 1;
   /// Ranks per host when every host has as many, else 0.
