@@ -5,6 +5,9 @@
 #   netns_test.sh LAUNCHER RANK_BINARY [ARGS...]           run the binary; every rank must pass
 #   netns_test.sh --cut LAUNCHER FAULT_BINARY [ARGS...]    take the link down midway; every rank
 #                                                          must fail with a CommError, no hang
+#   netns_test.sh --kill R LAUNCHER FAULT_BINARY [ARGS...] rank R SIGKILLs itself (the binary's
+#                                                          ARGS say when); every other rank must
+#                                                          fail with a CommError within 5 s
 #   netns_test.sh --interleaved LAUNCHER RANK_BINARY ...   ranks 0 and 2 on the first host, 1 and 3
 #                                                          on the second (else 0, 1 and 2, 3)
 #   netns_test.sh --rate RATE LAUNCHER RANK_BINARY ...     the link shaped to RATE each way (tc tbf,
@@ -14,8 +17,9 @@
 # (the options in this order)
 # Exits 77 (CTest: skipped) when not root or without ip(8)/network namespaces.
 set -u
-cut=0 interleaved=0 rate=
+cut=0 interleaved=0 rate= victim=
 if [ "${1:-}" = "--cut" ]; then cut=1; shift; fi
+if [ "${1:-}" = "--kill" ]; then victim=$2; shift 2; fi
 if [ "${1:-}" = "--interleaved" ]; then interleaved=1; shift; fi
 if [ "${1:-}" = "--rate" ]; then rate=$2; shift 2; fi
 per_host=2
@@ -59,6 +63,9 @@ done
 if [ $cut = 1 ]; then
   "$launcher" "${common[@]}" --env SEAM_TIMEOUT_MS=3000 --cut-after-ms 3000 \
     --cut-cmd "ip -n $b link set seamveth down" --max-detect-ms 5000 --timeout-s 60 -- "$@"
+elif [ -n "$victim" ]; then
+  "$launcher" "${common[@]}" --env SEAM_TIMEOUT_MS=3000 --expect-killed "$victim" \
+    --max-detect-ms 5000 --timeout-s 60 -- "$@"
 else
   "$launcher" "${common[@]}" --timeout-s 240 -- "$@"
 fi
