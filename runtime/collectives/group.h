@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "runtime/collectives/host_layout.h"
 #include "transports/transport.h"
 
 namespace seam::collectives {
@@ -26,7 +27,8 @@ class Group {
   /// disagree on it never exchange them; steps from 1024 are control messages that do not.
   virtual transport::RequestPtr isend(int peer, uint32_t step, const void* data, size_t bytes) = 0;
   virtual transport::RequestPtr irecv(int peer, uint32_t step, void* data, size_t bytes) = 0;
-  /// Name of the transport the messages take ("shm", "ucx", "loopback"), for logs.
+  /// Name of the transport the messages take ("shm": every rank shares this one's host, "ucx",
+  /// "shm+ucx": over hosts, some sharing one; "loopback"); selection reads it.
   virtual std::string_view transport_name() const = 0;
   /// The communicator's id, the same on every member: state kept across calls (shared-memory
   /// regions) is kept per communicator, so two with the same members never share it.
@@ -35,9 +37,8 @@ class Group {
   /// the shared-memory schedules wake, with a message, only the peers that may sleep by now.
   /// Zero: it may sleep at once.
   virtual std::chrono::microseconds spin() const { return {}; }
-  /// Index of the host group rank r runs on: ranks with equal indices share memory (hosts
-  /// numbered in order of their lowest world rank).
-  virtual int host_of(int /*r*/) const { return 0; }
+  /// Where the group's ranks run when they span hosts (null when they share one).
+  virtual const HostLayout* hosts() const { return nullptr; }
 };
 
 }  // namespace seam::collectives

@@ -1,9 +1,11 @@
 // Two-level schedules for groups that span hosts with as many ranks on each (L per host, H
 // hosts): the ranks of a host combine through their shared-memory region, and only one rank
-// per host and block crosses the network. A flat ring over all n = H L ranks sends each rank's
-// 2(n-1)/n of the buffer through the network links it crosses; here each rank sends 2(H-1)/H
-// of 1/L of it, and the rest moves through shared memory. Open MPI's HAN and NCCL's trees over
-// NVLink and the network split the work the same way.
+// per host and block crosses the network. An all-reduce of S bytes by a flat ring over all
+// n = H L ranks takes 2(n-1) steps, each a network latency, and every rank's messages go through
+// the transports, its host's peers' included; here the network part is 2(H-1) steps, run by
+// the L ranks of a host side by side on their 1/L shares (each host sends 2(H-1)/H S in all),
+// and the rest moves through shared memory. Open MPI's HAN and NCCL's trees over NVLink and the
+// network split the work the same way.
 #include <map>
 #include <mutex>
 #include <set>
@@ -11,7 +13,7 @@
 #include "layouts/errors.h"
 #include "layouts/log.h"
 #include "runtime/collectives/blocks.h"
-#include "runtime/collectives/hosts.h"
+#include "runtime/collectives/sub_group.h"
 #include "runtime/collectives/schedules.h"
 #include "runtime/collectives/scratch.h"
 #include "runtime/collectives/selection.h"
@@ -26,22 +28,22 @@ namespace {
 class Turn {
  public:
   /// The next turn of the communicator's calls (taken at the call's start: in issue order).
-  explicit Turn(uint64_t communicator) : communicator_(communicator) {
+  explicit Turn(uint64_t communicator) {
     std::lock_guard lock(mutex());
-    mine_ = queues()[communicator].issued++;
+    queue_ = &queues()[communicator];  // map nodes stay put
+    mine_ = queue_->issued++;
   }
   /// Ends this turn, finished or not (a failed call ends it too).
   ~Turn() {
     std::lock_guard lock(mutex());
-    Queue& q = queues()[communicator_];
-    q.ended.insert(mine_);
-    while (q.ended.erase(q.serving)) ++q.serving;
+    queue_->ended.insert(mine_);
+    while (queue_->ended.erase(queue_->serving)) ++queue_->serving;
   }
   Turn(const Turn&) = delete;
   Turn& operator=(const Turn&) = delete;
   bool up() const {
     std::lock_guard lock(mutex());
-    return queues()[communicator_].serving == mine_;
+    return queue_->serving == mine_;
   }
 
  private:
@@ -57,17 +59,17 @@ class Turn {
     static std::map<uint64_t, Queue> q;
     return q;
   }
-  uint64_t communicator_;
+  Queue* queue_;
   uint64_t mine_ = 0;
 };
 
 /// The two views of a call: this rank's host, and the ranks with its place on theirs.
 struct HostViews {
   explicit HostViews(Group& g)
-      : layout(host_layout(g)),
+      : layout(*g.hosts()),
         local(g, layout.local, layout.local_index, "shm"),
         cross(g, layout.cross, layout.host_index, "ucx") {}
-  HostLayout layout;
+  const HostLayout& layout;  // the communicator's, which the call's group holds
   SubGroup local, cross;
 };
 

@@ -5,7 +5,6 @@
 #include "layouts/config.h"
 #include "layouts/errors.h"
 #include "layouts/log.h"
-#include "runtime/collectives/hosts.h"
 
 namespace seam::collectives {
 namespace {
@@ -23,9 +22,8 @@ bool has_shm_schedule(Collective c) {
 /// any layout with as many ranks on each host does; the reduce-scatters and gathers keep the
 /// callers' blocks in place only where each host holds consecutive ranks.
 bool two_level_fits(Collective c, const Group& g) {
-  if (!has_shm_schedule(c) || g.transport_name() != "shm+ucx") return false;
-  const HostLayout layout = host_layout(g);
-  return layout.two_level() && (c == Collective::all_reduce || layout.host_major);
+  const HostLayout* hosts = g.hosts();
+  return hosts && hosts->two_level() && (c == Collective::all_reduce || hosts->host_major);
 }
 
 std::atomic<Algorithm> last{Algorithm::direct};  // read by another thread at most, for display
@@ -76,10 +74,12 @@ Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_vi
   if (c == Collective::scatterv || c == Collective::barrier) return Algorithm::direct;
   // Through shared memory whenever every rank is local: it beats messages at every size. Over
   // hosts, the two-level schedules: every size sends fewer messages and bytes over the network.
-  const bool shm = ranks > 1 && transport == "shm" && has_shm_schedule(c);
-  const bool hierarchical = two_level && transport == "shm+ucx" && has_shm_schedule(c);
-  if (shm && (forced.empty() || forced == "shm")) return Algorithm::shm;
-  if (hierarchical && (forced.empty() || forced == "hierarchical")) return Algorithm::hierarchical;
+  // A forced message schedule takes the call off them; another forced name applies where it can.
+  const bool messages = forced == "direct" || forced == "ring";
+  if (!messages && has_shm_schedule(c)) {
+    if (ranks > 1 && transport == "shm") return Algorithm::shm;
+    if (two_level && transport == "shm+ucx") return Algorithm::hierarchical;
+  }
   return message_algorithm(bytes);
 }
 

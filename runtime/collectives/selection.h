@@ -30,9 +30,9 @@ std::string_view algorithm_name(Algorithm a);
 /// shared-memory schedule; hierarchical when the ranks span hosts through "shm+ucx" and
 /// `two_level` (the collective's two-level schedule fits how they sit on the hosts: as many
 /// on each, two or more; for all but the all-reduce each host's ranks consecutive); else
-/// message_algorithm. SEAM_ALGO=direct|ring|shm|hierarchical forces
-/// one where it applies (shm and hierarchical only where possible); another name is a
-/// ValueError.
+/// message_algorithm. SEAM_ALGO=direct|ring forces that message schedule; =shm or
+/// =hierarchical leave the choice as it is (it takes them wherever they apply); another name
+/// is a ValueError.
 Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_view transport,
                            bool two_level = false);
 /// Between the message schedules: direct up to SEAM_SMALL_MSG_BYTES, ring above, or the one

@@ -121,7 +121,7 @@ class Engine {
   std::function<void(const std::string&)> broadcast_abort;
   std::vector<std::string> peer_transport;  ///< per world rank
   /// Per world rank, the index of its host (hosts numbered in order of their lowest rank);
-  /// empty where every rank shares one host (loopback engines).
+  /// empty in a job on one host.
   std::vector<int> host_of;
 
  private:
@@ -146,9 +146,10 @@ class Engine {
 class OpGroup final : public collectives::Group {
  public:
   OpGroup(Engine& engine, std::shared_ptr<const std::vector<int>> members, int rank,
-          uint64_t tag_base, uint32_t ctx, std::string_view transport)
+          uint64_t tag_base, uint32_t ctx, std::string_view transport,
+          std::shared_ptr<const collectives::HostLayout> hosts)
       : engine_(&engine), t_(engine.transport()), members_(std::move(members)), rank_(rank),
-        tag_base_(tag_base), name_(transport), ctx_(ctx) {}
+        tag_base_(tag_base), name_(transport), ctx_(ctx), hosts_(std::move(hosts)) {}
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(members_->size()); }
   int world_rank(int r) const override { return (*members_)[static_cast<size_t>(r)]; }
@@ -157,9 +158,7 @@ class OpGroup final : public collectives::Group {
   transport::RequestPtr irecv(int peer, uint32_t step, void* data, size_t bytes) override;
   std::string_view transport_name() const override { return name_; }
   uint64_t communicator_id() const override { return ctx_; }
-  int host_of(int r) const override {
-    return engine_->host_of.empty() ? 0 : engine_->host_of[static_cast<size_t>(world_rank(r))];
-  }
+  const collectives::HostLayout* hosts() const override { return hosts_.get(); }
   std::chrono::microseconds spin() const override { return engine_->spin(); }
   /// The tag of the operation's messages before the step (for collectives: with the signature).
   uint64_t tag_base() const { return tag_base_; }
@@ -176,6 +175,7 @@ class OpGroup final : public collectives::Group {
   uint64_t tag_base_;
   std::string_view name_;  // a literal or the engine's name
   uint32_t ctx_;
+  std::shared_ptr<const collectives::HostLayout> hosts_;
 };
 
 class WorkState {
@@ -238,9 +238,11 @@ class CommunicatorImpl {
   std::shared_ptr<const std::vector<int>> members;  // world rank of each comm rank
   int rank;
   uint32_t ctx;
+  /// Where the members run, when they span hosts (else null).
+  std::shared_ptr<const collectives::HostLayout> hosts;
   /// What this communicator's messages take: "shm" where its members all share a host, even
   /// in a job that spans hosts (its collectives then run out of shared memory), "ucx" where
-  /// no two do, else the engine's name.
+  /// no two do, "shm+ucx" for a mix; else the engine's name.
   std::string_view transport;
   uint32_t seq = 0;
   std::vector<std::pair<uint64_t, uint32_t>> group_creations;  // (member-list hash, count)

@@ -106,13 +106,28 @@ uint64_t hash_ranks(std::span<const int> ranks) {
   return h;
 }
 
-/// CommunicatorImpl::transport for these members (world ranks; `me` among them).
-std::string_view members_transport(const Engine& engine, const std::vector<int>& members, int me) {
+/// Where these members (world ranks; `me` among them) run, when they span hosts.
+std::shared_ptr<const collectives::HostLayout> members_hosts(const Engine& engine,
+                                                             const std::vector<int>& members,
+                                                             int me) {
+  if (engine.host_of.empty()) return nullptr;
+  std::vector<int> host_of;
+  int mine = 0;
+  for (size_t r = 0; r < members.size(); ++r) {
+    host_of.push_back(engine.host_of[static_cast<size_t>(members[r])]);
+    if (members[r] == me) mine = static_cast<int>(r);
+  }
+  auto layout = std::make_shared<collectives::HostLayout>(collectives::host_layout(host_of, mine));
+  if (layout->hosts == 1) return nullptr;
+  return layout;
+}
+
+/// CommunicatorImpl::transport for members that run where `hosts` says.
+std::string_view members_transport(const Engine& engine, const collectives::HostLayout* hosts,
+                                   size_t members) {
   if (engine.transport_name != "shm+ucx") return engine.transport_name;
-  size_t local = 0;
-  for (int m : members) local += m != me && engine.peer_transport[static_cast<size_t>(m)] == "shm";
-  if (local + 1 == members.size()) return "shm";
-  return local == 0 ? "ucx" : "shm+ucx";
+  if (!hosts) return "shm";
+  return static_cast<size_t>(hosts->hosts) == members ? "ucx" : "shm+ucx";
 }
 
 }  // namespace
@@ -123,7 +138,8 @@ CommunicatorImpl::CommunicatorImpl(std::shared_ptr<Engine> engine_,
                                    std::shared_ptr<const std::vector<int>> members_, int rank_,
                                    uint32_t ctx_)
     : engine(std::move(engine_)), members(std::move(members_)), rank(rank_), ctx(ctx_),
-      transport(members_transport(*engine, *members, (*members)[static_cast<size_t>(rank)])) {}
+      hosts(members_hosts(*engine, *members, (*members)[static_cast<size_t>(rank)])),
+      transport(members_transport(*engine, hosts.get(), members->size())) {}
 
 std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op, uint32_t signature) {
   engine->check_usable();
@@ -131,7 +147,7 @@ std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op, uint
   const uint32_t s = seq++;
   return seam::detail::make_pooled<WorkState>(
       engine, op, ctx, s, rank, static_cast<int>(members->size()),
-      OpGroup(*engine, members, rank, tags::collective_base(ctx, s, signature), ctx, transport));
+      OpGroup(*engine, members, rank, tags::collective_base(ctx, s, signature), ctx, transport, hosts));
 }
 
 std::shared_ptr<WorkState> CommunicatorImpl::new_collective(collectives::Collective c, DType dtype,
@@ -145,7 +161,7 @@ std::shared_ptr<WorkState> CommunicatorImpl::new_p2p(const char* op, uint32_t us
   engine->check_usable();
   return seam::detail::make_pooled<WorkState>(
       engine, op, ctx, seq, rank, static_cast<int>(members->size()),
-      OpGroup(*engine, members, rank, tags::make(ctx, tags::p2p, user_tag), ctx, transport));
+      OpGroup(*engine, members, rank, tags::make(ctx, tags::p2p, user_tag), ctx, transport, hosts));
 }
 
 Work CommunicatorImpl::launch(const std::shared_ptr<WorkState>& w) {
@@ -274,7 +290,7 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
   auto w = std::make_shared<WorkState>(
       im.engine, "group", im.ctx, im.seq, im.rank, size(),
       OpGroup(*im.engine, im.members, im.rank, tags::make(im.ctx, tags::internal, payload), im.ctx,
-              im.transport));
+              im.transport, im.hosts));
   std::vector<int> sub(ranks.begin(), ranks.end());
   std::vector<Record> all(sub.size());
   all[pos] = {static_cast<int64_t>(im.engine->next_context()), 0, 0, 0};

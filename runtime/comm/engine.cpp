@@ -83,10 +83,11 @@ void Engine::fail(WorkState& w, std::exception_ptr e) {
     w.status = WorkState::Status::failed;
     abort(msg, x.peer());
   } catch (const MismatchError& x) {
+    const int peer = w.blocking_peer();  // where the waiting call found the peer's other call
     w.error = e;
     w.error_text = x.what();
     w.status = WorkState::Status::failed;
-    if (x.aborts()) abort(describe(w) + ": " + x.what(), -1);
+    if (x.aborts()) abort(x.what(), peer);
   } catch (const std::exception& x) {
     w.error = e;
     w.error_text = x.what();
@@ -190,10 +191,9 @@ bool Engine::called_otherwise(WorkState& w, int peer) {
   const std::string msg = "seam: " + describe(w) + ": rank " + std::to_string(peer) + " called " +
                           describe_signature(tags::signature_of(*theirs)) + ", this rank " +
                           describe_signature(tags::signature_of(mine));
-  fail(w, std::make_exception_ptr(MismatchError(msg)));
   // The call's messages are stranded in the transports on both sides: the communicator is
   // unusable after this, as after a timeout, and the peer learns it at once.
-  abort(msg, peer);
+  fail(w, std::make_exception_ptr(MismatchError(msg, true)));
   return true;
 }
 

@@ -133,17 +133,21 @@ struct ConditionAwaiter : AwaiterBase<ConditionAwaiter> {
 
 struct SubTaskAwaiter : AwaiterBase<SubTaskAwaiter> {
   Task* sub;
+  std::exception_ptr error;
   // A failed sub-task is ready: await_resume rethrows its error inside the awaiting coroutine
   // (which may catch it), not in the driver that polls ready().
   bool ready() override {
     try {
       return sub->step();
     } catch (...) {
+      error = std::current_exception();
       return true;
     }
   }
   int blocking_peer() const override { return sub->blocking_peer(); }
-  void await_resume() { sub->step(); }
+  void await_resume() {
+    if (error) std::rethrow_exception(error);
+  }
 };
 
 }  // namespace detail

@@ -7,7 +7,8 @@
 // equal byte counts ends, last, in a MismatchError within milliseconds (the calls' messages
 // carry different signatures, and a waiting rank finds the peer's unmatched one), never in a
 // combined result. Over hosts a count disagreement ends the same way (the two-level schedules
-// leave the other hosts' ranks waiting on those that found it).
+// leave the other hosts' ranks waiting on those that found it), and with --dtype-over-hosts
+// so does a dtype disagreement between hosts.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -51,9 +52,10 @@ bool mismatch_detected(seam::comm::Communicator& comm, size_t count0, size_t cou
   });
 }
 
-/// Runs `call`, which must end on this rank long before its deadline in a MismatchError or in
-/// the abort notice of the peer that found the mismatch first, either saying `named` (the
-/// call's messages or waits are stranded: the communicator is unusable afterwards).
+/// Runs `call`, which must end on this rank long before its deadline in a MismatchError that
+/// says it aborted the communicator, or in the abort notice of the peer that found the mismatch
+/// first, either saying `named` (the call's messages or waits are stranded: the communicator is
+/// unusable afterwards).
 bool ends_in_mismatch(const seam::comm::Communicator& comm, const std::string& what,
                       const std::string& named, const std::function<void()>& call) {
   const auto start = std::chrono::steady_clock::now();
@@ -65,6 +67,11 @@ bool ends_in_mismatch(const seam::comm::Communicator& comm, const std::string& w
     return false;
   } catch (const seam::MismatchError& e) {
     error = e.what();
+    if (!e.aborts()) {
+      std::fprintf(stderr, "rank %d: %s: the MismatchError does not say it aborted: %s\n",
+                   comm.rank(), what.c_str(), e.what());
+      return false;
+    }
   } catch (const seam::CommError& e) {  // the peer's abort notice
     error = e.what();
   } catch (const std::exception& e) {
@@ -105,6 +112,19 @@ bool mismatch_over_hosts_refused(seam::comm::Communicator& comm) {
   });
 }
 
+/// Over hosts whose ranks are consecutive: the first half of the ranks (the first host) sums
+/// floats, the rest int32s of the same size. Each host agrees within itself, so only the network
+/// phase finds out, from the peer's message of another signature.
+bool dtype_over_hosts_refused(seam::comm::Communicator& comm) {
+  std::vector<float> buffer(64, 1.0f);
+  const bool first_host = comm.rank() < comm.size() / 2;
+  return ends_in_mismatch(comm, "float vs int32 over hosts", "called all_reduce", [&] {
+    comm.all_reduce(buffer.data(), buffer.data(), buffer.size(), first_host ? DType::f32 : DType::i32,
+                    ReduceOp::sum)
+        .wait();
+  });
+}
+
 /// The v-collectives with block counts the ranks disagree on though their totals agree: rank 0
 /// gives block 0 two more elements, the others block 1. True when this rank got a MismatchError
 /// (data placed by different offsets would otherwise come out silently wrong).
@@ -137,7 +157,8 @@ bool shared_memory_mismatch_detected(seam::comm::Communicator& comm) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const bool dtype_over_hosts = argc > 1 && std::string(argv[1]) == "--dtype-over-hosts";
   try {
     auto comm = seam::comm::Communicator::create_world();
     // The shared-memory schedules compare full call signatures; with SEAM_ALGO (or UCX) the
@@ -145,7 +166,7 @@ int main() {
     const bool shm_schedules = comm->transport_name() == "shm" && std::getenv("SEAM_ALGO") == nullptr;
     // Over hosts each rank reports for itself: the mismatch leaves the communicator unusable.
     if (comm->transport_name() == "shm+ucx" && std::getenv("SEAM_ALGO") == nullptr)
-      return mismatch_over_hosts_refused(*comm) ? 0 : 1;
+      return (dtype_over_hosts ? dtype_over_hosts_refused(*comm) : mismatch_over_hosts_refused(*comm)) ? 0 : 1;
     int ok = 1;
     if (comm->size() > 1) {
       ok &= mismatch_detected(*comm, 100, 120, DType::f32, DType::f32, ReduceOp::sum, ReduceOp::sum,

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "runtime/collectives/hosts.h"
+#include "runtime/collectives/host_layout.h"
 #include "runtime/collectives/selection.h"
 #include "runtime/collectives/shm_tuner.h"
 
@@ -40,30 +40,9 @@ TEST_CASE("groups over hosts take the two-level schedules where their layout fit
   CHECK(choose_algorithm(Collective::broadcast, 4, 1024, "shm+ucx", true) == Algorithm::direct);
 }
 
-namespace {
-
-/// A group of which only the placement matters: rank r on host hosts[r].
-class PlacedGroup final : public collectives::Group {
- public:
-  PlacedGroup(std::vector<int> hosts, int rank) : hosts_(std::move(hosts)), rank_(rank) {}
-  int rank() const override { return rank_; }
-  int size() const override { return static_cast<int>(hosts_.size()); }
-  int world_rank(int r) const override { return r; }
-  transport::RequestPtr isend(int, uint32_t, const void*, size_t) override { return nullptr; }
-  transport::RequestPtr irecv(int, uint32_t, void*, size_t) override { return nullptr; }
-  std::string_view transport_name() const override { return "shm+ucx"; }
-  int host_of(int r) const override { return hosts_[static_cast<size_t>(r)]; }
-
- private:
-  std::vector<int> hosts_;
-  int rank_;
-};
-
-}  // namespace
-
 TEST_CASE("host layout: consecutive ranks per host") {
   // Ranks 0-2 on host 7, 3-5 on host 2: hosts are numbered by their lowest rank.
-  const auto layout = collectives::host_layout(PlacedGroup({7, 7, 7, 2, 2, 2}, 4));
+  const auto layout = collectives::host_layout(std::vector{7, 7, 7, 2, 2, 2}, 4);
   CHECK(layout.two_level());
   CHECK(layout.host_major);
   CHECK(layout.hosts == 2);
@@ -75,7 +54,7 @@ TEST_CASE("host layout: consecutive ranks per host") {
 }
 
 TEST_CASE("host layout: ranks dealt round the hosts") {
-  const auto layout = collectives::host_layout(PlacedGroup({0, 1, 0, 1}, 2));
+  const auto layout = collectives::host_layout(std::vector{0, 1, 0, 1}, 2);
   CHECK(layout.two_level());
   CHECK_FALSE(layout.host_major);
   CHECK(layout.local == std::vector<int>{0, 2});
@@ -85,14 +64,14 @@ TEST_CASE("host layout: ranks dealt round the hosts") {
 }
 
 TEST_CASE("host layout: uneven hosts, one rank per host, one host") {
-  const auto uneven = collectives::host_layout(PlacedGroup({0, 0, 0, 1}, 3));
+  const auto uneven = collectives::host_layout(std::vector{0, 0, 0, 1}, 3);
   CHECK(uneven.hosts == 2);
   CHECK(uneven.per_host == 0);
   CHECK_FALSE(uneven.two_level());
   CHECK(uneven.local == std::vector<int>{3});
   CHECK(uneven.cross.empty());
-  CHECK_FALSE(collectives::host_layout(PlacedGroup({0, 1, 2}, 0)).two_level());
-  CHECK_FALSE(collectives::host_layout(PlacedGroup({5, 5, 5, 5}, 0)).two_level());
+  CHECK_FALSE(collectives::host_layout(std::vector{0, 1, 2}, 0).two_level());
+  CHECK_FALSE(collectives::host_layout(std::vector{5, 5, 5, 5}, 0).two_level());
 }
 
 TEST_CASE("scatterv and barrier have one schedule") {

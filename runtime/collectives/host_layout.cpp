@@ -1,16 +1,16 @@
-#include "runtime/collectives/hosts.h"
+#include "runtime/collectives/host_layout.h"
 
 #include <algorithm>
 
 namespace seam::collectives {
 
-HostLayout host_layout(const Group& g) {
-  const int n = g.size(), me = g.rank();
+HostLayout host_layout(std::span<const int> host_of, int me) {
+  const int n = static_cast<int>(host_of.size());
   // Hosts by first appearance in rank order; by_host[h] lists host h's ranks.
   std::vector<int> host_ids;
   std::vector<std::vector<int>> by_host;
   for (int r = 0; r < n; ++r) {
-    const int id = g.host_of(r);
+    const int id = host_of[static_cast<size_t>(r)];
     auto it = std::find(host_ids.begin(), host_ids.end(), id);
     if (it == host_ids.end()) {
       host_ids.push_back(id);

@@ -1,0 +1,33 @@
+// Where a group's ranks run when it spans hosts: how many hosts, ranks per host, and the two
+// views the two-level (hierarchical) schedules take of it: the ranks of this rank's host (shared
+// memory) and, one per host, the ranks with this rank's place on theirs (the network).
+#pragma once
+
+#include <span>
+#include <vector>
+
+namespace seam::collectives {
+
+struct HostLayout {
+  int hosts = 1;
+  /// Ranks per host when every host has as many, else 0.
+  int per_host = 0;
+  /// Host h holds group ranks [h * per_host, (h + 1) * per_host) (mpirun's and torchrun's
+  /// default placement).
+  bool host_major = false;
+  /// Group ranks on this rank's host, in rank order; this rank's place among them.
+  std::vector<int> local;
+  int local_index = 0;
+  /// Group ranks with this rank's place on their host, one per host in host order; this
+  /// rank's host's place among them.
+  std::vector<int> cross;
+  int host_index = 0;
+  /// Whether two-level schedules apply: two hosts or more, as many ranks on each, two or more.
+  bool two_level() const { return hosts > 1 && per_host > 1; }
+};
+
+/// The layout of a group whose rank r runs on host `host_of[r]` (any ids; hosts are numbered by
+/// their lowest rank), seen by rank `me`.
+HostLayout host_layout(std::span<const int> host_of, int me);
+
+}  // namespace seam::collectives
