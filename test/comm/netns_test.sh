@@ -14,6 +14,11 @@
 #                                                          e.g. 1gbit): benchmarks over a network
 #                                                          slower than memory
 #   netns_test.sh --per-host N LAUNCHER RANK_BINARY ...    N ranks on each host [2]
+#   netns_test.sh [OPTIONS] --mpirun MPIRUN_ARGS...        mpirun on the first host starts the
+#                                                          ranks (the second host's through
+#                                                          netns_agent.sh); each host also has its
+#                                                          own host name, IPC and /dev/shm, so
+#                                                          Open MPI's own calls see two machines
 # (the options in this order)
 # Exits 77 (CTest: skipped) when not root or without ip(8)/network namespaces.
 set -u
@@ -24,7 +29,9 @@ if [ "${1:-}" = "--interleaved" ]; then interleaved=1; shift; fi
 if [ "${1:-}" = "--rate" ]; then rate=$2; shift 2; fi
 per_host=2
 if [ "${1:-}" = "--per-host" ]; then per_host=$2; shift 2; fi
-launcher=$1; shift
+mpirun_mode=0 launcher=
+if [ "${1:-}" = "--mpirun" ]; then mpirun_mode=1; else launcher=$1; fi
+shift
 if [ "$(id -u)" != 0 ]; then echo "SKIP: the multi-host test needs root (ip netns)"; exit 77; fi
 if ! command -v ip > /dev/null; then echo "SKIP: the multi-host test needs ip (iproute2)"; exit 77; fi
 
@@ -51,6 +58,17 @@ if [ -n "$rate" ]; then
 fi
 set +e
 
+if [ $mpirun_mode = 1 ]; then
+  export SEAM_NETNS_B=$b OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  map=()
+  [ $interleaved = 1 ] && map=(--map-by node)
+  ip netns exec "$a" unshare --uts --ipc --mount \
+    sh -c 'hostname host-a && mount -t tmpfs tmpfs /dev/shm && exec "$0" "$@"' \
+    mpirun --host "10.77.0.1:$per_host,10.77.0.2:$per_host" -n $((2 * per_host)) "${map[@]}" \
+    --mca plm_rsh_agent "$(cd "$(dirname "$0")" && pwd)/netns_agent.sh" \
+    --mca oob_tcp_if_include seamveth -x UCX_NET_DEVICES=seamveth "$@"
+  exit
+fi
 # Rank 0 serves the store, so it is on the first host either way.
 n=$((2 * per_host))
 common=(-n $n --store-host 10.77.0.1 --env UCX_TLS=tcp,self --env UCX_NET_DEVICES=seamveth)
