@@ -120,6 +120,17 @@ comm::Task all_reduce_over_hosts(Group& g, const char* send, char* recv, size_t 
                                  DType dtype, ReduceOp op) {
   HostViews v(g);
   const size_t es = dtype_size(dtype);
+  if (message_algorithm(count * es) == Algorithm::direct) {
+    // Latency-bound: two waits, not three. The host's ranks each get the host's sum, then
+    // every rank sums the whole buffer with its place on every other host (the same sums in
+    // the same order on every rank, so the same bits).
+    log_phases("all_reduce", v, Algorithm::direct);
+    comm::Task reduce = shm_all_reduce(v.local, send, recv, count, dtype, op);
+    co_await comm::run(reduce);
+    comm::Task across = direct_all_reduce(v.cross, recv, recv, count, dtype, op);
+    co_await comm::run(across);
+    co_return;
+  }
   std::vector<size_t> blocks = even_blocks(count, v.layout.per_host);
   const size_t mine = blocks[v.layout.local_index];
   char* block = recv + block_offsets(blocks)[v.layout.local_index] * es;

@@ -120,6 +120,11 @@ class Engine {
   /// Tells the other ranks this one aborted, so they fail at once rather than at their deadline.
   std::function<void(const std::string&)> broadcast_abort;
   std::vector<std::string> peer_transport;  ///< per world rank
+  /// Whether the ranks on this machine (this kernel: hosts in network namespaces or containers
+  /// of one machine share its cores) outnumber the cores they may run on (the union of their CPU
+  /// affinities): a waiting rank then yields its core at every turn of its spin, as the peer it
+  /// waits for may need it (Open MPI's mpi_yield_when_idle, which its launcher sets then).
+  bool oversubscribed = false;
   /// Per world rank, the index of its host (hosts numbered in order of their lowest rank);
   /// empty in a job on one host.
   std::vector<int> host_of;

@@ -1,8 +1,10 @@
 #include "runtime/comm/communicator.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <array>
 #include <map>
 #include <numeric>
@@ -69,6 +71,37 @@ std::vector<std::string> split_fields(const std::string& s, char sep) {
   std::istringstream in(s);
   while (std::getline(in, cur, sep)) out.push_back(cur);
   return out;
+}
+
+/// The running kernel's boot id: ranks that share it share the machine's cores, even where
+/// they count as different hosts (network namespaces, containers). Empty if unreadable.
+std::string machine_identity() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
+/// This process's CPU affinity as hex bytes (what the ranks gather at start-up), and back.
+std::string affinity_text() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) CPU_ZERO(&set);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string text;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&set);
+  for (size_t i = 0; i < sizeof set; ++i) {
+    text += kHex[bytes[i] >> 4];
+    text += kHex[bytes[i] & 15];
+  }
+  return text;
+}
+cpu_set_t affinity_of(const std::string& text) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  auto* bytes = reinterpret_cast<unsigned char*>(&set);
+  for (size_t i = 0; i < sizeof set && 2 * i + 1 < text.size(); ++i)
+    bytes[i] = static_cast<unsigned char>(std::stoi(text.substr(2 * i, 2), nullptr, 16));
+  return set;
 }
 
 using Record = std::array<int64_t, 4>;
@@ -189,12 +222,16 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
   const int rank = bs->rank(), size = bs->size();
 
   // Who runs where, and does everyone agree on the transport setting?
-  auto info = bs->all_gather(bootstrap::host_identity() + "\n" + std::to_string(getpid()) + "\n" + cfg.transport);
+  auto info = bs->all_gather(bootstrap::host_identity() + "\n" + std::to_string(getpid()) + "\n" +
+                             cfg.transport + "\n" + affinity_text() + "\n" + machine_identity());
   std::vector<std::string> hosts(static_cast<size_t>(size));
   std::vector<int> pids(static_cast<size_t>(size));
+  std::vector<std::string> affinities(static_cast<size_t>(size)), machines(static_cast<size_t>(size));
   for (int r = 0; r < size; ++r) {
     auto f = split_fields(info[static_cast<size_t>(r)], '\n');
-    f.resize(3);
+    f.resize(5);
+    affinities[static_cast<size_t>(r)] = f[3];
+    machines[static_cast<size_t>(r)] = f[4].empty() ? f[0] : f[4];
     hosts[static_cast<size_t>(r)] = f[0];
     pids[static_cast<size_t>(r)] = std::atoi(f[1].c_str());
     if (f[2] != cfg.transport)
@@ -207,6 +244,17 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
     ++per_host[hosts[static_cast<size_t>(r)]];
     if (hosts[static_cast<size_t>(r)] == hosts[static_cast<size_t>(rank)]) local.push_back(r);
   }
+  // The ranks on this machine, and the union of their affinities: do they outnumber its cores?
+  cpu_set_t cores;
+  CPU_ZERO(&cores);
+  int on_machine = 0;
+  for (int r = 0; r < size; ++r) {
+    if (machines[static_cast<size_t>(r)] != machines[static_cast<size_t>(rank)]) continue;
+    ++on_machine;
+    cpu_set_t theirs = affinity_of(affinities[static_cast<size_t>(r)]);
+    CPU_OR(&cores, &cores, &theirs);
+  }
+  const bool oversubscribed = on_machine > CPU_COUNT(&cores);
   bool shared_host = false;
   for (auto& [h, n] : per_host) shared_host |= n > 1;
   const bool force_ucx = cfg.transport == "ucx";
@@ -245,8 +293,9 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
   if (log().should_log(spdlog::level::debug)) {
     std::string peers;
     for (int r = 0; r < size; ++r) peers += (r ? ", " : "") + std::to_string(r) + ":" + per_peer[static_cast<size_t>(r)];
-    log().debug("world: rank {} of {} on host '{}', bootstrap {}, transport {}; per peer: {}", rank, size,
-                hosts[static_cast<size_t>(rank)], bs->kind(), name, peers);
+    log().debug("world: rank {} of {} on host '{}', bootstrap {}, transport {}; per peer: {}; {}",
+                rank, size, hosts[static_cast<size_t>(rank)], bs->kind(), name, peers,
+                oversubscribed ? "more ranks than cores on this machine (waits yield)" : "a core each");
   }
   auto engine = std::make_shared<Engine>(std::make_shared<OwningTransport>(std::move(bs), std::move(t)), cfg);
   engine->transport_name = name;
@@ -255,6 +304,7 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
     if (ucx_raw) ucx_raw->broadcast_abort(reason);
   };
   engine->peer_transport = std::move(per_peer);
+  engine->oversubscribed = oversubscribed;
   if (use_ucx) {
     std::map<std::string, int> index;  // hosts in order of their lowest rank
     for (const auto& h : hosts) engine->host_of.push_back(index.emplace(h, static_cast<int>(index.size())).first->second);

@@ -222,7 +222,8 @@ void Engine::poll() {
 
 void Engine::drive(WorkState& w) {
   if (w.status != WorkState::Status::pending) return;
-  const auto spin = spin_.current(), relax = spin_.setting();
+  const auto spin = spin_.current();
+  const auto relax = oversubscribed ? std::chrono::microseconds(0) : spin_.setting();
   const auto start = Clock::now();
   auto relax_end = start + relax, spin_end = start + spin;
   std::optional<Clock::time_point> slept_since;
