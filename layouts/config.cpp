@@ -57,8 +57,9 @@ Config Config::from_env() {
   c.shm_single_copy_bytes = env_threshold("SEAM_SHM_SINGLE_COPY_BYTES", c.shm_single_copy_bytes);
   c.shm_schedule = env_string("SEAM_SHM_SCHEDULE", "");
   if (!c.shm_schedule.empty() && c.shm_schedule != "slots" && c.shm_schedule != "slots-whole" &&
-      c.shm_schedule != "single-copy")
-    throw ValueError("SEAM_SHM_SCHEDULE must be slots, slots-whole or single-copy, got '" + c.shm_schedule + "'");
+      c.shm_schedule != "slots-balanced" && c.shm_schedule != "single-copy")
+    throw ValueError("SEAM_SHM_SCHEDULE must be slots, slots-whole, slots-balanced or single-copy, got '" +
+                     c.shm_schedule + "'");
   c.pmix_namespace = env_string("PMIX_NAMESPACE", "");
   return c;
 }

@@ -33,9 +33,11 @@ struct Config {
   /// -1 = automatic [from 1 MiB where the kernel's copy proves fast enough at start-up]
   int64_t shm_single_copy_bytes = -1;
   /// SEAM_SHM_SCHEDULE: one shared-memory schedule for every call on plain buffers, for diagnosis
-  /// and tests: "slots", "slots-whole" (all-reduces; the others take the slots) or "single-copy"
-  /// (where the ranks may read each other's memory, else the slots); "" = tuned [""]. It takes
-  /// precedence over SEAM_SHM_SINGLE_COPY_BYTES.
+  /// and tests: "slots" (reduce-scatters: each rank folds its own block), "slots-whole"
+  /// (all-reduces; the others take the slots), "slots-balanced" (reduce-scatters: each rank folds
+  /// an even share of all blocks; the others take the slots) or "single-copy" (where the ranks
+  /// may read each other's memory, else the slots); "" = tuned [""]. It takes precedence over
+  /// SEAM_SHM_SINGLE_COPY_BYTES.
   std::string shm_schedule;
   // Set by the launcher, not by the user (read here so this stays the one place env is read).
   std::string pmix_namespace;  ///< PMIX_NAMESPACE: non-empty when started by a PMIx server (mpirun)

@@ -8,8 +8,8 @@
 namespace seam::collectives {
 namespace {
 
-// Where signature_of packs the variant (two bits); the count lies below.
-constexpr int kVariantShift = 52;
+// Where signature_of packs the variant (three bits); the count lies below.
+constexpr int kVariantShift = 51;
 // A control step (from 1024): the ring carries no call signature (see Group::isend).
 constexpr uint32_t kDoorbellStep = 0x7F1;
 // A ring's byte means nothing; it is sent from and received into static storage, so a ring
@@ -32,7 +32,8 @@ std::string_view last_shm_schedule() {
 }
 
 std::string_view shm_variant_name(ShmVariant variant) {
-  static constexpr std::string_view names[] = {"slots", "single-copy", "slots-whole", "zero-copy"};
+  static constexpr std::string_view names[] = {"slots", "single-copy", "slots-whole", "zero-copy",
+                                                  "slots-balanced"};
   return names[static_cast<int>(variant)];
 }
 
@@ -44,7 +45,7 @@ CallSignature signature_of(Collective c, DType dtype, ReduceOp op, size_t total,
 }
 
 ShmVariant variant_of(CallSignature signature) {
-  return static_cast<ShmVariant>(signature.word >> kVariantShift & 3);
+  return static_cast<ShmVariant>(signature.word >> kVariantShift & 7);
 }
 
 CallSignature signature_of(Collective c, DType dtype, ReduceOp op, const std::vector<size_t>& counts,

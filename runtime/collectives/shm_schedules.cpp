@@ -8,6 +8,7 @@
 // each rank reads the peers' user buffers directly.
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 #include "kernels/reduce/cache_size.h"
 #include "kernels/reduce/reduce.h"
@@ -79,6 +80,23 @@ ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes
                                  (kind == Kind::all_gather || region.ranks() == 2);
   return region.tuner().choose(kind, bytes, std::span(candidates, count),
                                single_copy_first ? Schedule::single_copy : Schedule::slots);
+}
+
+/// Reduce-scatters through the slots fold even shares of every round's pieces, not each rank its
+/// own block, when the largest block is this many times the average or more: its owner would
+/// otherwise fold that much more than the others, who wait for it. Balancing costs a second wait
+/// per round and a copy of the parts of each block that other ranks folded.
+constexpr double kUnevenBlocks = 1.5;
+
+/// Whether a reduce-scatter of these blocks through the slots folds even shares: as
+/// SEAM_SHM_SCHEDULE says when it names a slot schedule, else by kUnevenBlocks.
+bool folds_even_shares(const std::vector<size_t>& counts) {
+  const std::string& forced = Config::get().shm_schedule;
+  if (!forced.empty()) return forced == shm_variant_name(Schedule::slots_balanced);
+  const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+  const size_t largest = *std::max_element(counts.begin(), counts.end());
+  return static_cast<double>(largest) * static_cast<double>(counts.size()) >=
+         kUnevenBlocks * static_cast<double>(total);
 }
 
 /// Block j is cut into `rounds` pieces of `piece[j]` elements (the last ones shorter or empty).
@@ -287,30 +305,70 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
     region.finish(choice);
     co_return;
   }
-  log().debug("{}: shm schedule slots ({} B)", collective, total * es);
-  // Each round a rank's slot holds a piece of every block but its own; pieces round up, so
-  // leave room for one extra element per block.
+  const bool balanced = folds_even_shares(counts);
+  log().debug("{}: shm schedule slots, {} ({} B)", collective,
+              balanced ? "even shares of all blocks" : "each rank its own block", total * es);
+  // Each round a rank's slot holds a piece of every block (the own one only when balanced);
+  // pieces round up, so leave room for one extra element per block.
   const uint64_t rounds = total ? ceil_div(total, region->slot_bytes() / es - n) : 0;
   const Pieces pieces = cut(counts, rounds);
-  std::vector<size_t> at(n, 0);  // where block j's piece sits in a slot, in elements
-  for (int j = 1; j < n; ++j) at[j] = at[j - 1] + pieces.piece[j - 1];
-  BufferExchange exchange(g, *region, signature_of(Collective::reduce_scatterv, dtype, op, counts),
+  std::vector<size_t> at(n + 1, 0);  // where block j's piece sits in a slot, in elements
+  for (int j = 0; j < n; ++j) at[j + 1] = at[j] + pieces.piece[j];
+  // Balanced, rank r folds slot positions [share[r], share[r + 1]) of every round.
+  const auto share = block_offsets(even_blocks(at[n], n));
+  BufferExchange exchange(g, *region,
+                          signature_of(Collective::reduce_scatterv, dtype, op, counts,
+                                       balanced ? ShmVariant::slots_balanced : ShmVariant::slots),
                           collective, rounds, rounds > 1);
   const kernels::Store store = store_for(total * es, n, out == send + off[me] * es);
   std::vector<const void*> sources(n);
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
     const uint64_t round = exchange.round();
     char* mine = region->slot(me, round);
-    for (int j = 0; j < n; ++j)
-      if (j != me)
-        std::memcpy(mine + at[j] * es, send + (off[j] + k * pieces.piece[j]) * es,
-                    pieces.length(counts[j], j, k) * es);
+    // Block j's piece of this round: slot positions [at[j], piece_end(j)), from send + from(j).
+    auto piece_end = [&](int j) { return at[j] + pieces.length(counts[j], j, k); };
+    auto from = [&](int j) { return send + (off[j] + k * pieces.piece[j]) * es; };
+    char* to = out + k * pieces.piece[me] * es;  // this rank's piece of out
+    if (!balanced) {
+      for (int j = 0; j < n; ++j)
+        if (j != me) std::memcpy(mine + at[j] * es, from(j), (piece_end(j) - at[j]) * es);
+      exchange.announce();
+      co_await exchange.peers_ready();
+      for (int p = 0; p < n; ++p) sources[p] = p == me ? from(me) : region->slot(p, round) + at[me] * es;
+      kernels::reduce(to, sources, piece_end(me) - at[me], dtype, op, store);
+      continue;
+    }
+    // Every piece goes into the slot but the part of this rank's own share, which no peer reads.
+    for (int j = 0; j < n; ++j) {
+      const size_t end = piece_end(j);
+      for (auto [first, last] : {std::pair{at[j], std::min(end, share[me])},
+                                 std::pair{std::max(at[j], share[me + 1]), end}})
+        if (first < last) std::memcpy(mine + first * es, from(j) + (first - at[j]) * es, (last - first) * es);
+    }
     exchange.announce();
     co_await exchange.peers_ready();
-    const size_t begin = k * pieces.piece[me];
-    for (int p = 0; p < n; ++p)
-      sources[p] = p == me ? send + (off[me] + begin) * es : region->slot(p, round) + at[me] * es;
-    kernels::reduce(out + begin * es, sources, pieces.length(counts[me], me, k), dtype, op, store);
+    // This rank's share: the parts of its own block straight into out, the others' into its
+    // result slot, where their owners copy them from.
+    for (int j = 0; j < n; ++j) {
+      const size_t first = std::clamp(at[j], share[me], share[me + 1]);
+      const size_t last = std::clamp(piece_end(j), share[me], share[me + 1]);
+      if (first >= last) continue;
+      for (int p = 0; p < n; ++p)
+        sources[p] = p == me ? from(j) + (first - at[j]) * es : region->slot(p, round) + first * es;
+      if (j == me)
+        kernels::reduce(to + (first - at[me]) * es, sources, last - first, dtype, op, store);
+      else
+        kernels::reduce(region->result(me, round) + (first - share[me]) * es, sources, last - first, dtype, op);
+    }
+    exchange.announce_done();
+    co_await exchange.peers_done();
+    for (int p : peers_from(me, n, false)) {
+      const size_t first = std::clamp(at[me], share[p], share[p + 1]);
+      const size_t last = std::clamp(piece_end(me), share[p], share[p + 1]);
+      if (first < last)
+        kernels::copy(to + (first - at[me]) * es, region->result(p, round) + (first - share[p]) * es,
+                      (last - first) * es, store);
+    }
   }
   co_await exchange.settle();
   region.finish(choice);

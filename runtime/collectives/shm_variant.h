@@ -1,5 +1,6 @@
 // How a shared-memory collective moves its data. The tuner (shm_tuner.h) chooses among the first
-// three for calls on plain buffers; calls whose buffers lie in SharedHostMemory go zero-copy.
+// three for calls on plain buffers (a reduce-scatter of uneven blocks takes slots-balanced for
+// the slots); calls whose buffers lie in SharedHostMemory go zero-copy.
 // Part of every call's signature, so ranks that disagree fail with a MismatchError instead of
 // waiting for each other.
 #pragma once
@@ -14,9 +15,12 @@ enum class ShmVariant : uint8_t {
   single_copy = 1,  ///< the kernel reads the peers' buffers (process_vm_readv)
   slots_whole = 2,  ///< through the slots, every rank folding the whole buffer (all-reduce)
   zero_copy = 3,    ///< peers' SharedHostMemory buffers mapped and used in place
+  slots_balanced = 4,  ///< through the slots, every rank folding an even share of all blocks
+                       ///< (reduce-scatters of uneven blocks)
 };
 
-/// "slots", "single-copy", "slots-whole" or "zero-copy" (SEAM_SHM_SCHEDULE, the perf rows).
+/// "slots", "single-copy", "slots-whole", "zero-copy" or "slots-balanced" (SEAM_SHM_SCHEDULE,
+/// the perf rows).
 std::string_view shm_variant_name(ShmVariant variant);
 
 }  // namespace seam::collectives
