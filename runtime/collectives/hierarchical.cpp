@@ -6,6 +6,7 @@
 // the L ranks of a host side by side on their 1/L shares (each host sends 2(H-1)/H S in all),
 // and the rest moves through shared memory. Open MPI's HAN and NCCL's trees over NVLink and the
 // network split the work the same way.
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -84,29 +85,49 @@ void log_phases(std::string_view collective, const HostViews& v, Algorithm netwo
               collective, v.layout.hosts, v.layout.per_host, algorithm_name(network));
 }
 
-/// A reduce-scatter's or gather's blocks over hosts whose ranks are consecutive (host-major):
-/// host h's blocks lie together, and the blocks of this rank's place on every host are the
-/// ones it moves over the network.
+/// A reduce-scatter's or gather's blocks in host order: host h's ranks' blocks together, in rank
+/// order (the caller's order where hosts hold consecutive ranks); the blocks of this rank's
+/// place on every host are the ones it moves over the network.
 struct HostBlocks {
-  HostBlocks(Group& g, std::string_view collective, std::vector<size_t> counts_, DType dtype)
-      : views(g), counts(std::move(counts_)), offsets(block_offsets(counts)) {
-    for (int h = 0; h < views.layout.hosts; ++h)
-      across.push_back(counts[static_cast<size_t>(h * views.layout.per_host + views.layout.local_index)]);
+  HostBlocks(Group& g, std::string_view collective, const std::vector<size_t>& counts, DType dtype)
+      : views(g), es(dtype_size(dtype)), offsets(block_offsets(counts)) {
+    const HostLayout& layout = views.layout;
+    for (int r : layout.ranks_by_host) ordered.push_back(counts[static_cast<size_t>(r)]);
+    ordered_at = block_offsets(ordered);
+    for (int h = 0; h < layout.hosts; ++h)
+      across.push_back(ordered[static_cast<size_t>(h * layout.per_host + layout.local_index)]);
     at = block_offsets(across);
-    network = message_algorithm(at.back() * dtype_size(dtype));
+    network = message_algorithm(at.back() * es);
     log_phases(collective, views, network);
   }
-  /// Host h's ranks' blocks, and where the first starts (elements).
+  /// Host h's ranks' blocks, and where the first starts in host order (elements).
   std::vector<size_t> of_host(int h) const {
-    auto first = counts.begin() + static_cast<ptrdiff_t>(h) * views.layout.per_host;
+    auto first = ordered.begin() + static_cast<ptrdiff_t>(h) * views.layout.per_host;
     return {first, first + views.layout.per_host};
   }
-  size_t host_offset(int h) const { return offsets[static_cast<size_t>(h * views.layout.per_host)]; }
+  size_t host_offset(int h) const { return ordered_at[static_cast<size_t>(h * views.layout.per_host)]; }
+  /// Whether host order differs from the caller's (hosts do not hold consecutive ranks): the
+  /// blocks then move through a copy in host order.
+  bool reordered() const { return !views.layout.host_major; }
+  /// Copies every block from the caller's order to host order, or back.
+  void to_host_order(const char* from, char* to) const { move_blocks(from, to, true); }
+  void from_host_order(const char* from, char* to) const { move_blocks(from, to, false); }
 
   HostViews views;
-  std::vector<size_t> counts, offsets;
-  std::vector<size_t> across, at;  // the blocks that cross the network, and their offsets
+  size_t es;
+  std::vector<size_t> offsets;             // the caller's blocks' offsets, by rank
+  std::vector<size_t> ordered, ordered_at;  // the blocks in host order, and their offsets
+  std::vector<size_t> across, at;          // the blocks that cross the network, and their offsets
   Algorithm network;
+
+ private:
+  void move_blocks(const char* from, char* to, bool to_host) const {
+    for (size_t i = 0; i < ordered.size(); ++i) {
+      const size_t caller = offsets[static_cast<size_t>(views.layout.ranks_by_host[i])] * es;
+      const size_t host = ordered_at[i] * es;
+      std::memcpy(to + (to_host ? host : caller), from + (to_host ? caller : host), ordered[i] * es);
+    }
+  }
 };
 
 /// A two-level call, run in its Turn. A mismatch aborts the communicator: the ranks that find
@@ -158,13 +179,16 @@ comm::Task all_reduce_over_hosts(Group& g, const char* send, char* recv, size_t 
 comm::Task reduce_scatter_over_hosts(Group& g, std::string_view collective, const char* send,
                                      char* out, std::vector<size_t> counts, DType dtype,
                                      ReduceOp op) {
-  HostBlocks b(g, collective, std::move(counts), dtype);
-  const size_t es = dtype_size(dtype);
+  HostBlocks b(g, collective, counts, dtype);
+  const size_t es = b.es;
+  Scratch reordered(b.reordered() ? b.ordered_at.back() * es : 0);
+  if (b.reordered()) b.to_host_order(send, reordered.data());
+  const char* source = b.reordered() ? reordered.data() : send;
   // Host h's blocks, summed over this host's ranks: the block of rank j on host h lands on
   // this host's rank j (one shared-memory reduce-scatter per host).
   Scratch partial(b.at.back() * es);
   for (int h = 0; h < b.views.layout.hosts; ++h) {
-    comm::Task reduce = shm_reduce_scatter(b.views.local, collective, send + b.host_offset(h) * es,
+    comm::Task reduce = shm_reduce_scatter(b.views.local, collective, source + b.host_offset(h) * es,
                                            partial.data() + b.at[h] * es, b.of_host(h), dtype, op);
     co_await comm::run(reduce);
   }
@@ -179,8 +203,8 @@ comm::Task reduce_scatter_over_hosts(Group& g, std::string_view collective, cons
 
 comm::Task all_gather_over_hosts(Group& g, std::string_view collective, const char* send,
                                  char* recv, std::vector<size_t> counts, DType dtype) {
-  HostBlocks b(g, collective, std::move(counts), dtype);
-  const size_t es = dtype_size(dtype);
+  HostBlocks b(g, collective, counts, dtype);
+  const size_t es = b.es;
   // This rank's block meets the blocks of the ranks at its place on the other hosts...
   Scratch gathered(b.at.back() * es);
   comm::Task gather = b.network == Algorithm::direct
@@ -190,11 +214,14 @@ comm::Task all_gather_over_hosts(Group& g, std::string_view collective, const ch
                                             b.across, dtype, 0);
   co_await comm::run(gather);
   // ...and the host's ranks gather each host's blocks into place.
+  Scratch reordered(b.reordered() ? b.ordered_at.back() * es : 0);
+  char* target = b.reordered() ? reordered.data() : recv;
   for (int h = 0; h < b.views.layout.hosts; ++h) {
     comm::Task place = shm_all_gather(b.views.local, collective, gathered.data() + b.at[h] * es,
-                                      recv + b.host_offset(h) * es, b.of_host(h), dtype);
+                                      target + b.host_offset(h) * es, b.of_host(h), dtype);
     co_await comm::run(place);
   }
+  if (b.reordered()) b.from_host_order(reordered.data(), recv);
 }
 
 }  // namespace

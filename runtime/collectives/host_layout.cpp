@@ -34,6 +34,7 @@ HostLayout host_layout(std::span<const int> host_of, int me) {
     }
   }
   layout.local = by_host[static_cast<size_t>(layout.host_index)];
+  for (const auto& ranks : by_host) layout.ranks_by_host.insert(layout.ranks_by_host.end(), ranks.begin(), ranks.end());
   if (!uniform) return layout;
   layout.per_host = static_cast<int>(per_host);
   layout.host_major = host_major;

@@ -12,8 +12,11 @@ struct HostLayout {
   int hosts = 1;
   /// Ranks per host when every host has as many, else 0.
   int per_host = 0;
+  /// Group ranks host by host, each host's in rank order: host h's are entries
+  /// [h * per_host, (h + 1) * per_host) when hosts hold as many.
+  std::vector<int> ranks_by_host;
   /// Host h holds group ranks [h * per_host, (h + 1) * per_host) (mpirun's and torchrun's
-  /// default placement).
+  /// default placement): ranks_by_host is the identity.
   bool host_major = false;
   /// Group ranks on this rank's host, in rank order; this rank's place among them.
   std::vector<int> local;

@@ -18,12 +18,10 @@ bool has_shm_schedule(Collective c) {
          c == Collective::all_gatherv;
 }
 
-/// Whether g's layout fits c's two-level schedule: the all-reduce chooses its own blocks, so
-/// any layout with as many ranks on each host does; the reduce-scatters and gathers keep the
-/// callers' blocks in place only where each host holds consecutive ranks.
-bool two_level_fits(Collective c, const Group& g) {
+/// Whether g's layout fits the two-level schedules: as many ranks on each host, two or more.
+bool two_level_fits(const Group& g) {
   const HostLayout* hosts = g.hosts();
-  return hosts && hosts->two_level() && (c == Collective::all_reduce || hosts->host_major);
+  return hosts && hosts->two_level();
 }
 
 std::atomic<Algorithm> last{Algorithm::direct};  // read by another thread at most, for display
@@ -84,7 +82,7 @@ Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_vi
 }
 
 Algorithm select_algorithm(Collective c, const Group& g, size_t bytes, size_t count, DType dtype) {
-  Algorithm chosen = choose_algorithm(c, g.size(), bytes, g.transport_name(), two_level_fits(c, g));
+  Algorithm chosen = choose_algorithm(c, g.size(), bytes, g.transport_name(), two_level_fits(g));
   last.store(chosen, std::memory_order_relaxed);
   log().debug("{}: algorithm={} count={} dtype={} ranks={} transport={}", collective_name(c),
               algorithm_name(chosen), count, dtype_name(dtype), g.size(), g.transport_name());

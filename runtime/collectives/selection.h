@@ -28,8 +28,8 @@ std::string_view algorithm_name(Algorithm a);
 /// The algorithm a call of `ranks` ranks moving `bytes` (the whole buffer: all ranks' blocks)
 /// gets over `transport`: shm when every rank is on the shm transport and the collective has a
 /// shared-memory schedule; hierarchical when the ranks span hosts through "shm+ucx" and
-/// `two_level` (the collective's two-level schedule fits how they sit on the hosts: as many
-/// on each, two or more; for all but the all-reduce each host's ranks consecutive); else
+/// `two_level` (they sit on the hosts as the two-level schedules need: as many on each, two
+/// or more); else
 /// message_algorithm. SEAM_ALGO=direct|ring forces that message schedule; =shm or
 /// =hierarchical leave the choice as it is (it takes them wherever they apply); another name
 /// is a ValueError.

@@ -51,6 +51,7 @@ TEST_CASE("host layout: consecutive ranks per host") {
   CHECK(layout.local_index == 1);
   CHECK(layout.cross == std::vector<int>{1, 4});
   CHECK(layout.host_index == 1);
+  CHECK(layout.ranks_by_host == std::vector<int>{0, 1, 2, 3, 4, 5});
 }
 
 TEST_CASE("host layout: ranks dealt round the hosts") {
@@ -61,6 +62,7 @@ TEST_CASE("host layout: ranks dealt round the hosts") {
   CHECK(layout.local_index == 1);
   CHECK(layout.cross == std::vector<int>{2, 3});
   CHECK(layout.host_index == 0);
+  CHECK(layout.ranks_by_host == std::vector<int>{0, 2, 1, 3});
 }
 
 TEST_CASE("host layout: uneven hosts, one rank per host, one host") {
