@@ -269,7 +269,7 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
                            : use_shm && shm::kernel_copy_is_fast() ? size_t{256} << 10
                                                                    : 0;
   if (use_shm) shm = shm::ShmTransport::create(*bs, local, cfg.shm_ring_bytes, timeout, cma_bytes);
-  if (use_ucx) ucx = ucx::UcxTransport::create(*bs, hosts, pids, timeout);
+  if (use_ucx) ucx = ucx::UcxTransport::create(*bs, hosts, pids, timeout, !use_shm && shared_host);
 
   std::vector<std::string> per_peer(static_cast<size_t>(size));
   for (int r = 0; r < size; ++r) per_peer[static_cast<size_t>(r)] = shm && shm->is_local(r) ? "shm" : "ucx";

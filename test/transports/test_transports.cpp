@@ -59,7 +59,7 @@ void on_threads(Kind kind, int n, size_t ring_bytes, F body) {
         } else {
           std::vector<std::string> hosts(static_cast<size_t>(n), "thread-host");
           std::vector<int> pids(static_cast<size_t>(n), getpid());
-          t = ucx::UcxTransport::create(ex, hosts, pids, std::chrono::milliseconds(10000));
+          t = ucx::UcxTransport::create(ex, hosts, pids, std::chrono::milliseconds(10000), true);
         }
         body(r, *t);
         ex.all_gather("done");  // keep the segment mapped until everyone finished

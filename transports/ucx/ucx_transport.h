@@ -20,11 +20,14 @@ class UcxTransport : public transport::Transport {
  public:
   /// Collective over every rank of `exchange`. `hosts[r]`/`pids[r]`: every rank's host identity
   /// and pid, so that local peers can be watched through their pids (UCX's own shared-memory
-  /// transports do not notice a dead peer).
+  /// transports do not notice a dead peer). `same_host_traffic`: whether messages between ranks
+  /// of one host go through UCX too (else only those between hosts: over TCP they then go eager
+  /// up to 1 MiB, unless UCX_RNDV_THRESH says otherwise).
   static std::unique_ptr<UcxTransport> create(transport::AddressExchange& exchange,
                                               const std::vector<std::string>& hosts,
                                               const std::vector<int>& pids,
-                                              std::chrono::milliseconds timeout);
+                                              std::chrono::milliseconds timeout,
+                                              bool same_host_traffic);
   /// UCX's transports in use (e.g. "tcp,posix,sysv,cma,self") for logs and seam_info.
   virtual std::string describe() const = 0;
   /// For a caller that sleeps on something else too (the shm+ucx composite): arms the worker's
