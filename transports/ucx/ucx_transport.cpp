@@ -39,20 +39,32 @@ std::string status_text(ucs_status_t s) { return ucs_status_string(s); }
 /// rendezvous (no unexpected copy of a whole large message at the receiver).
 constexpr const char* kTcpEagerBelow = "1M";
 
-/// UCX's transports that do not reach other hosts.
+/// UCX's transports, and names of sets of them in UCX_TLS, that do not reach other hosts.
 bool local_transport(std::string_view tl) {
-  for (std::string_view name : {"self", "posix", "sysv", "cma", "knem", "xpmem", "cuda_copy", "cuda_ipc",
-                                "gdr_copy", "rocm_copy", "rocm_ipc"})
+  for (std::string_view name : {"self", "posix", "sysv", "cma", "knem", "xpmem", "mm", "sm", "shm",
+                                "cuda_copy", "cuda_ipc", "gdr_copy", "cuda", "rocm_copy", "rocm_ipc", "rocm"})
     if (tl == name) return true;
   return false;
 }
 
-/// Whether TCP is the only way UCX reaches other hosts here (no RDMA device, nothing unknown).
+/// Whether TCP is the only way UCX reaches other hosts here: UCX_TLS, where it lists what to
+/// use, names no other network transport; otherwise the machine has no other (no RDMA device).
 bool tcp_only_network() {
-  for (const std::string& t : available_transports()) {
-    const std::string tl = t.substr(0, t.find('/'));
-    if (tl != "tcp" && !local_transport(tl)) return false;
+  std::vector<std::string> tls;
+  const std::string_view chosen = std::getenv("UCX_TLS") ? std::getenv("UCX_TLS") : "";
+  if (!chosen.empty() && chosen.front() != '^' && chosen != "all") {
+    for (size_t at = 0; at <= chosen.size();) {
+      const size_t comma = std::min(chosen.find(',', at), chosen.size());
+      std::string_view tl = chosen.substr(at, comma - at);
+      if (!tl.empty() && tl.front() == '\\') tl.remove_prefix(1);  // "\\name": exactly that one
+      tls.emplace_back(tl);
+      at = comma + 1;
+    }
+  } else {
+    for (const std::string& t : available_transports()) tls.push_back(t.substr(0, t.find('/')));
   }
+  for (const std::string& tl : tls)
+    if (tl != "tcp" && !local_transport(tl)) return false;
   return true;
 }
 

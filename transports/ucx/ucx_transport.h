@@ -22,7 +22,7 @@ class UcxTransport : public transport::Transport {
   /// and pid, so that local peers can be watched through their pids (UCX's own shared-memory
   /// transports do not notice a dead peer). `same_host_traffic`: whether messages between ranks
   /// of one host go through UCX too (else only those between hosts: over TCP they then go eager
-  /// up to 1 MiB, unless UCX_RNDV_THRESH says otherwise).
+  /// up to 1 MiB where TCP is the only network, unless UCX_RNDV_THRESH says otherwise).
   static std::unique_ptr<UcxTransport> create(transport::AddressExchange& exchange,
                                               const std::vector<std::string>& hosts,
                                               const std::vector<int>& pids,
