@@ -89,7 +89,8 @@ comm::Task all_gather_blocks(Group& g, Collective collective, const void* send, 
                                    dtype);
   if (a == Algorithm::direct)
     return direct_all_gather(g, collective_name(collective), in, out, std::move(counts), dtype, 0);
-  return ring_all_gather(g, collective_name(collective), in, out, std::move(counts), dtype, 0);
+  return aborting_on_mismatch(
+      g, ring_all_gather(g, collective_name(collective), in, out, std::move(counts), dtype, 0));
 }
 
 }  // namespace

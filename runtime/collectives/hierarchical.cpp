@@ -14,6 +14,7 @@
 #include "layouts/errors.h"
 #include "layouts/log.h"
 #include "runtime/collectives/blocks.h"
+#include "runtime/collectives/receive.h"
 #include "runtime/collectives/sub_group.h"
 #include "runtime/collectives/schedules.h"
 #include "runtime/collectives/scratch.h"
@@ -97,7 +98,7 @@ struct HostBlocks {
     for (int h = 0; h < layout.hosts; ++h)
       across.push_back(ordered[static_cast<size_t>(h * layout.per_host + layout.local_index)]);
     at = block_offsets(across);
-    network = message_algorithm(at.back() * es);
+    network = message_algorithm(Collective::reduce_scatterv, at.back() * es, layout.hosts);
     log_phases(collective, views, network);
   }
   /// Host h's ranks' blocks, and where the first starts in host order (elements).
@@ -135,12 +136,9 @@ struct HostBlocks {
 /// them in a later phase and would only time out.
 comm::Task two_level_call(Group& g, comm::Task call) {
   const Turn turn(g.communicator_id());
-  try {
-    co_await comm::until([&] { return turn.up(); });
-    co_await comm::run(call);
-  } catch (const MismatchError& e) {
-    throw MismatchError(e.what(), true);
-  }
+  co_await comm::until([&] { return turn.up(); });
+  comm::Task aborting = aborting_on_mismatch(g, std::move(call));
+  co_await comm::run(aborting);
 }
 
 comm::Task all_reduce_over_hosts(Group& g, const char* send, char* recv, size_t count,
@@ -161,15 +159,13 @@ comm::Task all_reduce_over_hosts(Group& g, const char* send, char* recv, size_t 
   std::vector<size_t> blocks = even_blocks(count, v.layout.per_host);
   const size_t mine = blocks[v.layout.local_index];
   char* block = recv + block_offsets(blocks)[v.layout.local_index] * es;
-  const Algorithm network = message_algorithm(mine * es);
+  const Algorithm network = message_algorithm(Collective::all_reduce, mine * es, v.layout.hosts);
   log_phases("all_reduce", v, network);
   // The host's sum of block j lands on its rank j (in place when send == recv)...
   comm::Task reduce = shm_reduce_scatter(v.local, "all_reduce", send, block, blocks, dtype, op);
   co_await comm::run(reduce);
   // ...which sums it with rank j of every other host...
-  comm::Task across = network == Algorithm::direct
-                          ? direct_all_reduce(v.cross, block, block, mine, dtype, op)
-                          : ring_all_reduce(v.cross, block, block, mine, dtype, op);
+  comm::Task across = message_all_reduce(network, v.cross, block, block, mine, dtype, op);
   co_await comm::run(across);
   // ...and the host's ranks gather the finished blocks.
   comm::Task gather = shm_all_gather(v.local, "all_reduce", block, recv, std::move(blocks), dtype);

@@ -55,4 +55,20 @@ ReceivesAwaiter received(std::string_view collective, ExpectedReceive receive) {
   return received(collective, std::move(one));
 }
 
+namespace {
+
+comm::Task aborting(comm::Task call) {
+  try {
+    co_await comm::run(call);
+  } catch (const MismatchError& e) {
+    throw MismatchError(e.what(), true);
+  }
+}
+
+}  // namespace
+
+comm::Task aborting_on_mismatch(const Group& g, comm::Task call) {
+  return g.size() > 2 ? aborting(std::move(call)) : std::move(call);
+}
+
 }  // namespace seam::collectives

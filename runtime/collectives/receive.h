@@ -38,4 +38,10 @@ ReceivesAwaiter received(std::string_view collective, std::vector<ExpectedReceiv
 /// GCC 12's coroutine lowering, hence the overload.)
 ReceivesAwaiter received(std::string_view collective, ExpectedReceive receive);
 
+/// `call`, a schedule of g in which a rank that finds the ranks' arguments disagree leaves
+/// others waiting on messages it will not send (ring, halving, two-level): with more than two
+/// ranks its MismatchError then aborts the communicator, so they get the notice at once, not at
+/// their deadline (two ranks each find out by themselves, and the communicator stays usable).
+comm::Task aborting_on_mismatch(const Group& g, comm::Task call);
+
 }  // namespace seam::collectives

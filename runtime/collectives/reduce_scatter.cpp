@@ -109,8 +109,8 @@ comm::Task reduce_scatter_blocks(Group& g, Collective collective, const void* se
   if (a == Algorithm::direct)
     return direct_reduce_scatter(g, collective_name(collective), in, out, std::move(counts),
                                  dtype, op, 0);
-  return ring_reduce_scatter(g, collective_name(collective), in, out, std::move(counts), dtype,
-                             op, 0);
+  return aborting_on_mismatch(
+      g, ring_reduce_scatter(g, collective_name(collective), in, out, std::move(counts), dtype, op, 0));
 }
 
 }  // namespace

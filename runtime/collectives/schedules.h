@@ -15,6 +15,7 @@
 
 #include "layouts/dtype.h"
 #include "runtime/collectives/group.h"
+#include "runtime/collectives/selection.h"
 #include "runtime/comm/task.h"
 
 namespace seam::collectives {
@@ -26,6 +27,13 @@ comm::Task direct_all_reduce(Group& g, const char* send, char* recv, size_t coun
 /// Same result by a ring reduce-scatter of n near-equal blocks, then a ring all-gather of them.
 comm::Task ring_all_reduce(Group& g, const char* send, char* recv, size_t count, DType dtype,
                            ReduceOp op);
+/// Same result by recursive halving then doubling (halving.cpp): log2(p) exchanges each way
+/// among p = the largest power of two <= n ranks, the others folded onto them first.
+comm::Task halving_all_reduce(Group& g, const char* send, char* recv, size_t count, DType dtype,
+                              ReduceOp op);
+/// The message schedule `a` (direct, ring or halving) of an all-reduce.
+comm::Task message_all_reduce(Algorithm a, Group& g, const char* send, char* recv, size_t count,
+                              DType dtype, ReduceOp op);
 
 /// Block r of op(all ranks' send) into out (counts[r] elements). Every rank sends each peer its
 /// block; each rank reduces the n contributions to its block in rank order, rounding once.

@@ -11,6 +11,15 @@ namespace {
 
 // Below this, one round of direct messages beats the ring's 2(n-1) pipelined steps.
 constexpr size_t kDefaultSmallMessageBytes = 64 * 1024;
+// All-reduces of this many ranks or more weigh direct by what each rank sends, its whole buffer
+// to n-1 peers, and up to kHalvingBytes take recursive halving and doubling: 2 log2(n) messages
+// against the ring's 2 (n-1), for the same bytes. Xeon, one rank per host over TCP (SEAM_HOSTNAME,
+// the loopback), medians of two rounds, us: at 8 ranks 16 KiB direct 100-104, halving 64-65, ring
+// 147-165; 64 KiB direct 615-630, ring 154-195, halving 88-91; 256 KiB ring 247-304, halving
+// 516-533. At 16 ranks 16 KiB halving 85-87 against direct 216-227; at 4 ranks 16 KiB direct
+// 37-40 against halving 41-47, 64 KiB halving 63-64 against ring 89-92 (`bench/RESULTS.md`).
+constexpr int kHalvingRanks = 4;
+constexpr size_t kHalvingBytes = 128 * 1024;
 
 bool has_shm_schedule(Collective c) {
   return c == Collective::all_reduce || c == Collective::reduce_scatter ||
@@ -48,37 +57,43 @@ std::string_view algorithm_name(Algorithm a) {
     case Algorithm::ring: return "ring";
     case Algorithm::shm: return "shm";
     case Algorithm::hierarchical: return "hierarchical";
+    case Algorithm::halving: return "halving";
   }
   return "?";
 }
 
-Algorithm message_algorithm(size_t bytes) {
+Algorithm message_algorithm(Collective c, size_t bytes, int ranks) {
   const std::string& forced = Config::get().algorithm;
   if (forced == "direct") return Algorithm::direct;
   if (forced == "ring") return Algorithm::ring;
+  if (forced == "halving" && c == Collective::all_reduce) return Algorithm::halving;
   size_t small = Config::get().small_msg_bytes ? Config::get().small_msg_bytes
                                                : kDefaultSmallMessageBytes;
+  if (c == Collective::all_reduce && ranks >= kHalvingRanks) {
+    if (bytes * static_cast<size_t>(ranks - 1) <= small) return Algorithm::direct;
+    return bytes <= kHalvingBytes ? Algorithm::halving : Algorithm::ring;
+  }
   return bytes <= small ? Algorithm::direct : Algorithm::ring;
 }
 
 Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_view transport,
                            bool two_level) {
   const std::string& forced = Config::get().algorithm;
-  if (!forced.empty() && forced != "direct" && forced != "ring" && forced != "shm" &&
-      forced != "hierarchical")
+  if (!forced.empty() && forced != "direct" && forced != "ring" && forced != "halving" &&
+      forced != "shm" && forced != "hierarchical")
     throw ValueError("SEAM_ALGO: unknown algorithm '" + forced +
-                     "' (direct, ring, shm or hierarchical)");
+                     "' (direct, ring, halving, shm or hierarchical)");
   // scatterv and barrier have one schedule each.
   if (c == Collective::scatterv || c == Collective::barrier) return Algorithm::direct;
   // Through shared memory whenever every rank is local: it beats messages at every size. Over
   // hosts, the two-level schedules: every size sends fewer messages and bytes over the network.
   // A forced message schedule takes the call off them; another forced name applies where it can.
-  const bool messages = forced == "direct" || forced == "ring";
+  const bool messages = forced == "direct" || forced == "ring" || forced == "halving";
   if (!messages && has_shm_schedule(c)) {
     if (ranks > 1 && transport == "shm") return Algorithm::shm;
     if (two_level && transport == "shm+ucx") return Algorithm::hierarchical;
   }
-  return message_algorithm(bytes);
+  return message_algorithm(c, bytes, ranks);
 }
 
 Algorithm select_algorithm(Collective c, const Group& g, size_t bytes, size_t count, DType dtype) {

@@ -20,7 +20,9 @@ enum class Collective {
 /// shm: straight out of a region every local rank maps (all ranks on the shm transport).
 /// hierarchical: over hosts with as many ranks on each, the ranks of a host combine through
 /// shared memory and one rank per host and block crosses the network (hierarchical.cpp).
-enum class Algorithm { direct, ring, shm, hierarchical };
+/// halving: all-reduce by recursive halving and doubling (bandwidth of the ring in 2 log2(n)
+/// messages; halving.cpp).
+enum class Algorithm { direct, ring, shm, hierarchical, halving };
 
 std::string_view collective_name(Collective c);
 std::string_view algorithm_name(Algorithm a);
@@ -30,14 +32,16 @@ std::string_view algorithm_name(Algorithm a);
 /// shared-memory schedule; hierarchical when the ranks span hosts through "shm+ucx" and
 /// `two_level` (they sit on the hosts as the two-level schedules need: as many on each, two
 /// or more); else
-/// message_algorithm. SEAM_ALGO=direct|ring forces that message schedule; =shm or
-/// =hierarchical leave the choice as it is (it takes them wherever they apply); another name
-/// is a ValueError.
+/// message_algorithm. SEAM_ALGO=direct|ring|halving forces the message schedules (halving
+/// for all-reduces, the others by size); =shm or =hierarchical leave the choice as it is (it
+/// takes them wherever they apply); another name is a ValueError.
 Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_view transport,
                            bool two_level = false);
-/// Between the message schedules: direct up to SEAM_SMALL_MSG_BYTES, ring above, or the one
-/// SEAM_ALGO names.
-Algorithm message_algorithm(size_t bytes);
+/// Between the message schedules for `ranks` ranks: direct up to SEAM_SMALL_MSG_BYTES, ring
+/// above; for all-reduces of four ranks or more direct while each rank sends at most that much
+/// in all (its buffer to every peer), halving up to 128 KiB, ring above; or the one SEAM_ALGO
+/// names (halving: all-reduces only).
+Algorithm message_algorithm(Collective c, size_t bytes, int ranks);
 
 /// choose_algorithm for this group, logged at debug level with the count, dtype and transport,
 /// and kept for last_algorithm.

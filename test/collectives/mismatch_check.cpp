@@ -8,7 +8,8 @@
 // carry different signatures, and a waiting rank finds the peer's unmatched one), never in a
 // combined result. Over hosts a count disagreement ends the same way (the two-level schedules
 // leave the other hosts' ranks waiting on those that found it), and with --dtype-over-hosts
-// so does a dtype disagreement between hosts.
+// so does a dtype disagreement between hosts; with --stranding-count, a count disagreement in
+// the ring and halving schedules.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -125,6 +126,19 @@ bool dtype_over_hosts_refused(seam::comm::Communicator& comm) {
   });
 }
 
+/// Message schedules in which a rank waits on a peer's messages (ring, halving): rank 0
+/// all-reduces 1.2 MiB, the others 1 MiB. The ranks that find out abort the communicator, so
+/// the others, left waiting on them, get the notice at once.
+bool stranding_count_mismatch_refused(seam::comm::Communicator& comm) {
+  constexpr size_t kCount = 256 * 1024;
+  std::vector<float> buffer(kCount * 6 / 5, 1.0f);
+  return ends_in_mismatch(comm, "count 1.2 MiB vs 1 MiB", "disagree on count or dtype", [&] {
+    comm.all_reduce(buffer.data(), buffer.data(), comm.rank() == 0 ? buffer.size() : kCount,
+                    DType::f32, ReduceOp::sum)
+        .wait();
+  });
+}
+
 /// The v-collectives with block counts the ranks disagree on though their totals agree: rank 0
 /// gives block 0 two more elements, the others block 1. True when this rank got a MismatchError
 /// (data placed by different offsets would otherwise come out silently wrong).
@@ -158,9 +172,12 @@ bool shared_memory_mismatch_detected(seam::comm::Communicator& comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool dtype_over_hosts = argc > 1 && std::string(argv[1]) == "--dtype-over-hosts";
+  const std::string mode = argc > 1 ? argv[1] : "";
+  const bool dtype_over_hosts = mode == "--dtype-over-hosts";
   try {
     auto comm = seam::comm::Communicator::create_world();
+    // It leaves the communicator unusable: alone in its run; each rank reports for itself.
+    if (mode == "--stranding-count") return stranding_count_mismatch_refused(*comm) ? 0 : 1;
     // The shared-memory schedules compare full call signatures; with SEAM_ALGO (or UCX) the
     // calls go through messages, whose tags carry them.
     const bool shm_schedules = comm->transport_name() == "shm" && std::getenv("SEAM_ALGO") == nullptr;

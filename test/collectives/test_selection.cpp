@@ -12,6 +12,7 @@ namespace seam::test {
 
 using collectives::Algorithm;
 using collectives::choose_algorithm;
+using collectives::message_algorithm;
 using collectives::Collective;
 
 TEST_CASE("local groups on the shm transport reduce and gather through shared memory") {
@@ -27,6 +28,24 @@ TEST_CASE("message transports take direct for small buffers and the ring for lar
   CHECK(choose_algorithm(Collective::all_gather, 4, 1024, "shm+ucx") == Algorithm::direct);
   // One rank has nobody to share memory with.
   CHECK(choose_algorithm(Collective::all_reduce, 1, 1024, "shm") == Algorithm::direct);
+}
+
+TEST_CASE("all-reduces of four ranks or more weigh direct by the bytes each rank sends") {
+  const size_t k = 1024;
+  // Two and three ranks: direct up to 64 KiB, ring above.
+  CHECK(message_algorithm(Collective::all_reduce, 64 * k, 3) == Algorithm::direct);
+  CHECK(message_algorithm(Collective::all_reduce, 128 * k, 3) == Algorithm::ring);
+  // Four ranks: direct while the buffer to three peers is at most 64 KiB, then halving.
+  CHECK(message_algorithm(Collective::all_reduce, 16 * k, 4) == Algorithm::direct);
+  CHECK(message_algorithm(Collective::all_reduce, 32 * k, 4) == Algorithm::halving);
+  CHECK(message_algorithm(Collective::all_reduce, 128 * k, 4) == Algorithm::halving);
+  CHECK(message_algorithm(Collective::all_reduce, 256 * k, 4) == Algorithm::ring);
+  CHECK(message_algorithm(Collective::all_reduce, 16 * k, 8) == Algorithm::halving);
+  CHECK(message_algorithm(Collective::all_reduce, 8 * k, 8) == Algorithm::direct);
+  // The others keep direct and ring by size.
+  CHECK(message_algorithm(Collective::reduce_scatter, 64 * k, 8) == Algorithm::direct);
+  CHECK(message_algorithm(Collective::all_gather, 128 * k, 8) == Algorithm::ring);
+  CHECK(choose_algorithm(Collective::all_reduce, 8, 64 * k, "ucx") == Algorithm::halving);
 }
 
 TEST_CASE("groups over hosts take the two-level schedules where their layout fits") {
