@@ -5,6 +5,7 @@
 // ranks, where the ring pays its steps' latency and direct sends the whole buffer to everyone.
 // A count of ranks that is not a power of two first folds the surplus: ranks 2i and 2i+1 for
 // i < n - p combine onto 2i+1, which takes part for both and hands 2i the result at the end.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -59,15 +60,17 @@ comm::Task halving_all_reduce(Group& g, const char* send, char* recv, size_t cou
     co_await comm::all_of(std::move(sends));
     co_return;
   }
-  Scratch incoming(bytes);
+  const auto blocks = even_blocks(count, f.p);
+  const auto at = block_offsets(blocks);
+  // What arrives at once: a folded rank's whole buffer, else at most the first step's half.
+  const size_t half = std::max(at[f.p / 2], at[f.p] - at[f.p / 2]);
+  Scratch incoming(f.folds_from >= 0 ? bytes : half * es);
   if (f.folds_from >= 0) {
     co_await received(kName, post_receive(g, f.folds_from, step, incoming.data(), bytes));
     kernels::reduce2(recv, incoming.data(), send, count, dtype, op);  // lower rank first
   } else if (recv != send) {
     std::memcpy(recv, send, bytes);
   }
-  const auto blocks = even_blocks(count, f.p);
-  const auto at = block_offsets(blocks);
   // Halving: this rank's part shrinks from all p blocks to its own, [lo, hi).
   int lo = 0, hi = f.p;
   for (int mask = f.p / 2; mask >= 1; mask /= 2) {
@@ -88,13 +91,13 @@ comm::Task halving_all_reduce(Group& g, const char* send, char* recv, size_t cou
       kernels::reduce2(part, incoming.data(), part, keep, dtype, op);
     else
       kernels::reduce2(part, part, incoming.data(), keep, dtype, op);
-    // The next step sends out of this one's kept part only, but the doubling writes where
-    // this step's part went: every send must be done by then.
-    co_await comm::all_of(std::move(sends));
-    sends.clear();
     lo = keep_lo;
     hi = keep_hi;
   }
+  // Later halving steps send and fold only inside what this one kept, but the doubling writes
+  // where the given parts went: every send must be done by then.
+  co_await comm::all_of(std::move(sends));
+  sends.clear();
   // Doubling: the finished blocks spread back, twice as many each step.
   for (int mask = 1; mask < f.p; mask *= 2) {
     ++step;

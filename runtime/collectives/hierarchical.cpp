@@ -90,7 +90,9 @@ void log_phases(std::string_view collective, const HostViews& v, Algorithm netwo
 /// order (the caller's order where hosts hold consecutive ranks); the blocks of this rank's
 /// place on every host are the ones it moves over the network.
 struct HostBlocks {
-  HostBlocks(Group& g, std::string_view collective, const std::vector<size_t>& counts, DType dtype)
+  /// `kind` picks the network phase's schedule; `collective` names the call in logs.
+  HostBlocks(Group& g, Collective kind, std::string_view collective, const std::vector<size_t>& counts,
+             DType dtype)
       : views(g), es(dtype_size(dtype)), offsets(block_offsets(counts)) {
     const HostLayout& layout = views.layout;
     for (int r : layout.ranks_by_host) ordered.push_back(counts[static_cast<size_t>(r)]);
@@ -98,7 +100,7 @@ struct HostBlocks {
     for (int h = 0; h < layout.hosts; ++h)
       across.push_back(ordered[static_cast<size_t>(h * layout.per_host + layout.local_index)]);
     at = block_offsets(across);
-    network = message_algorithm(Collective::reduce_scatterv, at.back() * es, layout.hosts);
+    network = message_algorithm(kind, at.back() * es, layout.hosts);
     log_phases(collective, views, network);
   }
   /// Host h's ranks' blocks, and where the first starts in host order (elements).
@@ -175,7 +177,7 @@ comm::Task all_reduce_over_hosts(Group& g, const char* send, char* recv, size_t 
 comm::Task reduce_scatter_over_hosts(Group& g, std::string_view collective, const char* send,
                                      char* out, std::vector<size_t> counts, DType dtype,
                                      ReduceOp op) {
-  HostBlocks b(g, collective, counts, dtype);
+  HostBlocks b(g, Collective::reduce_scatterv, collective, counts, dtype);
   const size_t es = b.es;
   Scratch reordered(b.reordered() ? b.ordered_at.back() * es : 0);
   if (b.reordered()) b.to_host_order(send, reordered.data());
@@ -189,25 +191,19 @@ comm::Task reduce_scatter_over_hosts(Group& g, std::string_view collective, cons
     co_await comm::run(reduce);
   }
   // The hosts' partial sums of each block meet on its rank.
-  comm::Task reduce = b.network == Algorithm::direct
-                          ? direct_reduce_scatter(b.views.cross, collective, partial.data(), out,
-                                                  b.across, dtype, op, 0)
-                          : ring_reduce_scatter(b.views.cross, collective, partial.data(), out,
-                                                b.across, dtype, op, 0);
+  comm::Task reduce =
+      message_reduce_scatter(b.network, b.views.cross, collective, partial.data(), out, b.across, dtype, op);
   co_await comm::run(reduce);
 }
 
 comm::Task all_gather_over_hosts(Group& g, std::string_view collective, const char* send,
                                  char* recv, std::vector<size_t> counts, DType dtype) {
-  HostBlocks b(g, collective, counts, dtype);
+  HostBlocks b(g, Collective::all_gatherv, collective, counts, dtype);
   const size_t es = b.es;
   // This rank's block meets the blocks of the ranks at its place on the other hosts...
   Scratch gathered(b.at.back() * es);
-  comm::Task gather = b.network == Algorithm::direct
-                          ? direct_all_gather(b.views.cross, collective, send, gathered.data(),
-                                              b.across, dtype, 0)
-                          : ring_all_gather(b.views.cross, collective, send, gathered.data(),
-                                            b.across, dtype, 0);
+  comm::Task gather =
+      message_all_gather(b.network, b.views.cross, collective, send, gathered.data(), b.across, dtype);
   co_await comm::run(gather);
   // ...and the host's ranks gather each host's blocks into place.
   Scratch reordered(b.reordered() ? b.ordered_at.back() * es : 0);

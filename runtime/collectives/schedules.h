@@ -45,6 +45,11 @@ comm::Task direct_reduce_scatter(Group& g, std::string_view collective, const ch
 comm::Task ring_reduce_scatter(Group& g, std::string_view collective, const char* send, char* out,
                                std::vector<size_t> counts, DType dtype, ReduceOp op, uint32_t step);
 
+/// The message schedule `a` (direct or ring) of a reduce-scatter.
+comm::Task message_reduce_scatter(Algorithm a, Group& g, std::string_view collective,
+                                  const char* send, char* out, std::vector<size_t> counts,
+                                  DType dtype, ReduceOp op);
+
 /// recv (blocks at their offsets) = every rank's send (counts[rank] elements); send may be this
 /// rank's block inside recv. Direct: one round, each rank sends its block to every peer.
 comm::Task direct_all_gather(Group& g, std::string_view collective, const char* send, char* recv,
@@ -52,6 +57,10 @@ comm::Task direct_all_gather(Group& g, std::string_view collective, const char* 
 /// Same result by a ring: each block travels n-1 hops in pipelined chunks.
 comm::Task ring_all_gather(Group& g, std::string_view collective, const char* send, char* recv,
                            std::vector<size_t> counts, DType dtype, uint32_t step);
+
+/// The message schedule `a` (direct or ring) of a gather.
+comm::Task message_all_gather(Algorithm a, Group& g, std::string_view collective, const char* send,
+                              char* recv, std::vector<size_t> counts, DType dtype);
 
 /// Straight out of shared memory (shm_schedules.cpp; the group must be shm_capable()).
 comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, DType dtype,

@@ -51,7 +51,8 @@ class ShmRegion {
   size_t slot_bytes() const { return slot_bytes_; }
   /// Rank r's input slot for `round` (rounds alternate between two slots per rank).
   char* slot(int rank, uint64_t round) const;
-  /// Rank r's result slot for `round`: where a two-phase all-reduce leaves the rank's share.
+  /// Rank r's result slot for `round`: where the two-phase schedules (all-reduce in shares,
+  /// balanced reduce-scatter) leave what the rank folded for its peers.
   char* result(int rank, uint64_t round) const;
   /// Publishes that this rank's slot for `round` is filled, with its call's signature and two
   /// words of the schedule's choosing (addresses or shared-memory handles). Returns the ranks

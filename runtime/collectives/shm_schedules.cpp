@@ -88,15 +88,16 @@ ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes
 /// per round and a copy of the parts of each block that other ranks folded.
 constexpr double kUnevenBlocks = 1.5;
 
-/// Whether a reduce-scatter of these blocks through the slots folds even shares: as
-/// SEAM_SHM_SCHEDULE says when it names a slot schedule, else by kUnevenBlocks.
+/// Whether a reduce-scatter of these blocks through the slots folds even shares: only when
+/// SEAM_SHM_SCHEDULE says slots-balanced if it is set, else by kUnevenBlocks. (The tuner times
+/// either as "the slots": a size class's calls of even and uneven blocks share its samples.)
 bool folds_even_shares(const std::vector<size_t>& counts) {
   const std::string& forced = Config::get().shm_schedule;
   if (!forced.empty()) return forced == shm_variant_name(Schedule::slots_balanced);
   const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
   const size_t largest = *std::max_element(counts.begin(), counts.end());
-  return static_cast<double>(largest) * static_cast<double>(counts.size()) >=
-         kUnevenBlocks * static_cast<double>(total);
+  return total > 0 && static_cast<double>(largest) * static_cast<double>(counts.size()) >=
+                          kUnevenBlocks * static_cast<double>(total);
 }
 
 /// Block j is cut into `rounds` pieces of `piece[j]` elements (the last ones shorter or empty).

@@ -42,7 +42,8 @@ constexpr const char* kTcpEagerBelow = "1M";
 /// UCX's transports, and names of sets of them in UCX_TLS, that do not reach other hosts.
 bool local_transport(std::string_view tl) {
   for (std::string_view name : {"self", "posix", "sysv", "cma", "knem", "xpmem", "mm", "sm", "shm",
-                                "cuda_copy", "cuda_ipc", "gdr_copy", "cuda", "rocm_copy", "rocm_ipc", "rocm"})
+                                "cuda_copy", "cuda_ipc", "gdr_copy", "cuda", "rocm_copy", "rocm_ipc", "rocm",
+                                "ze_copy", "ze_ipc", "ze_gpu"})
     if (tl == name) return true;
   return false;
 }
@@ -57,7 +58,7 @@ bool tcp_only_network() {
       const size_t comma = std::min(chosen.find(',', at), chosen.size());
       std::string_view tl = chosen.substr(at, comma - at);
       if (!tl.empty() && tl.front() == '\\') tl.remove_prefix(1);  // "\\name": exactly that one
-      tls.emplace_back(tl);
+      if (!tl.empty()) tls.emplace_back(tl);
       at = comma + 1;
     }
   } else {
@@ -125,8 +126,11 @@ class UcxTransportImpl final : public UcxTransport {
     if (s != UCS_OK) throw CommError("seam ucx: ucp_config_read: " + status_text(s));
     // Only for traffic between hosts: UCX's shared-memory rendezvous is a single copy.
     if (!same_host_traffic && std::getenv("UCX_RNDV_THRESH") == nullptr && tcp_only_network()) {
-      ucp_config_modify(config, "RNDV_THRESH", kTcpEagerBelow);
-      log().debug("ucx: TCP is the only network: messages under {} bytes go eager", kTcpEagerBelow);
+      s = ucp_config_modify(config, "RNDV_THRESH", kTcpEagerBelow);
+      if (s == UCS_OK)
+        log().debug("ucx: TCP is the only network: messages under {} bytes go eager", kTcpEagerBelow);
+      else
+        log().warn("ucx: cannot set RNDV_THRESH={}: {}", kTcpEagerBelow, status_text(s));
     }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
