@@ -149,12 +149,13 @@ comm::Task all_reduce_over_hosts(Group& g, const char* send, char* recv, size_t 
   const size_t es = dtype_size(dtype);
   if (count * es <= kTwoWaitBytes) {
     // Latency-bound: two waits, not three. The host's ranks each get the host's sum, then
-    // every rank sums the whole buffer with its place on every other host (the same sums in
-    // the same order on every rank, so the same bits).
-    log_phases("all_reduce", v, Algorithm::direct);
+    // every rank sums the whole buffer with its place on every other host (every host's ranks
+    // run the same schedule on the same sums, so all get the same bits).
+    const Algorithm network = message_algorithm(Collective::all_reduce, count * es, v.layout.hosts);
+    log_phases("all_reduce", v, network);
     comm::Task reduce = shm_all_reduce(v.local, send, recv, count, dtype, op);
     co_await comm::run(reduce);
-    comm::Task across = direct_all_reduce(v.cross, recv, recv, count, dtype, op);
+    comm::Task across = message_all_reduce(network, v.cross, recv, recv, count, dtype, op);
     co_await comm::run(across);
     co_return;
   }
