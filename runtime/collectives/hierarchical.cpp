@@ -6,6 +6,7 @@
 // the L ranks of a host side by side on their 1/L shares (each host sends 2(H-1)/H S in all),
 // and the rest moves through shared memory. Open MPI's HAN and NCCL's trees over NVLink and the
 // network split the work the same way.
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -82,8 +83,12 @@ struct HostViews {
 };
 
 void log_phases(std::string_view collective, const HostViews& v, Algorithm network) {
-  log().debug("{}: hierarchical over {} hosts of {} ranks: shm on the host, {} over the network",
-              collective, v.layout.hosts, v.layout.per_host, algorithm_name(network));
+  if (v.layout.per_host > 0)
+    log().debug("{}: hierarchical over {} hosts of {} ranks: shm on the host, {} over the network",
+                collective, v.layout.hosts, v.layout.per_host, algorithm_name(network));
+  else
+    log().debug("{}: hierarchical over {} uneven hosts (the fewest ranks {}): shm on the host, {} "
+                "over the network", collective, v.layout.hosts, v.layout.fewest, algorithm_name(network));
 }
 
 /// A reduce-scatter's or gather's blocks in host order: host h's ranks' blocks together, in rank
@@ -147,7 +152,8 @@ comm::Task all_reduce_over_hosts(Group& g, const char* send, char* recv, size_t 
                                  DType dtype, ReduceOp op) {
   HostViews v(g);
   const size_t es = dtype_size(dtype);
-  if (count * es <= kTwoWaitBytes) {
+  const bool even = v.layout.per_host > 0;
+  if (even && count * es <= kTwoWaitBytes) {
     // Latency-bound: two waits, not three. The host's ranks each get the host's sum, then
     // every rank sums the whole buffer with its place on every other host (every host's ranks
     // run the same schedule on the same sums, so all get the same bits).
@@ -159,20 +165,33 @@ comm::Task all_reduce_over_hosts(Group& g, const char* send, char* recv, size_t 
     co_await comm::run(across);
     co_return;
   }
-  std::vector<size_t> blocks = even_blocks(count, v.layout.per_host);
+  // The buffer in as many blocks as the host with the fewest ranks has: a host's ranks past
+  // those take no block (uneven hosts), and their share of the work goes to the others.
+  const int blocks_per_host = v.layout.fewest;
+  const auto shares = even_blocks(count, blocks_per_host);
+  std::vector<size_t> blocks(v.layout.local.size(), 0);
+  std::copy(shares.begin(), shares.end(), blocks.begin());
   const size_t mine = blocks[v.layout.local_index];
   char* block = recv + block_offsets(blocks)[v.layout.local_index] * es;
-  const Algorithm network = message_algorithm(Collective::all_reduce, mine * es, v.layout.hosts);
+  const Algorithm network = message_algorithm(Collective::all_reduce, shares[0] * es, v.layout.hosts);
   log_phases("all_reduce", v, network);
   // The host's sum of block j lands on its rank j (in place when send == recv)...
-  comm::Task reduce = shm_reduce_scatter(v.local, "all_reduce", send, block, blocks, dtype, op);
-  co_await comm::run(reduce);
+  if (blocks.size() == 1) {  // a host of one rank: its buffer is the host's sum
+    if (recv != send) std::memcpy(recv, send, count * es);
+  } else {
+    comm::Task reduce = shm_reduce_scatter(v.local, "all_reduce", send, block, blocks, dtype, op);
+    co_await comm::run(reduce);
+  }
   // ...which sums it with rank j of every other host...
-  comm::Task across = message_all_reduce(network, v.cross, block, block, mine, dtype, op);
-  co_await comm::run(across);
+  if (v.layout.local_index < blocks_per_host) {
+    comm::Task across = message_all_reduce(network, v.cross, block, block, mine, dtype, op);
+    co_await comm::run(across);
+  }
   // ...and the host's ranks gather the finished blocks.
-  comm::Task gather = shm_all_gather(v.local, "all_reduce", block, recv, std::move(blocks), dtype);
-  co_await comm::run(gather);
+  if (blocks.size() > 1) {
+    comm::Task gather = shm_all_gather(v.local, "all_reduce", block, recv, std::move(blocks), dtype);
+    co_await comm::run(gather);
+  }
 }
 
 comm::Task reduce_scatter_over_hosts(Group& g, std::string_view collective, const char* send,

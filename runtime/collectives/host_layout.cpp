@@ -23,8 +23,10 @@ HostLayout host_layout(std::span<const int> host_of, int me) {
   layout.hosts = static_cast<int>(by_host.size());
   const size_t per_host = by_host[0].size();
   bool uniform = true, host_major = true;
+  size_t fewest = per_host;
   for (size_t h = 0; h < by_host.size(); ++h) {
     uniform &= by_host[h].size() == per_host;
+    fewest = std::min(fewest, by_host[h].size());
     for (size_t j = 0; j < by_host[h].size(); ++j) {
       host_major &= by_host[h][j] == static_cast<int>(h * per_host + j);
       if (by_host[h][j] == me) {
@@ -35,10 +37,12 @@ HostLayout host_layout(std::span<const int> host_of, int me) {
   }
   layout.local = by_host[static_cast<size_t>(layout.host_index)];
   for (const auto& ranks : by_host) layout.ranks_by_host.insert(layout.ranks_by_host.end(), ranks.begin(), ranks.end());
+  layout.fewest = static_cast<int>(fewest);
+  if (layout.local_index < layout.fewest)
+    for (const auto& ranks : by_host) layout.cross.push_back(ranks[static_cast<size_t>(layout.local_index)]);
   if (!uniform) return layout;
   layout.per_host = static_cast<int>(per_host);
   layout.host_major = host_major;
-  for (const auto& ranks : by_host) layout.cross.push_back(ranks[static_cast<size_t>(layout.local_index)]);
   return layout;
 }
 

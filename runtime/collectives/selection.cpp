@@ -27,10 +27,12 @@ bool has_shm_schedule(Collective c) {
          c == Collective::all_gatherv;
 }
 
-/// Whether g's layout fits the two-level schedules: as many ranks on each host, two or more.
-bool two_level_fits(const Group& g) {
+/// Whether g's layout fits c's two-level schedule: the all-reduce's, hosts of which one holds
+/// two ranks or more; the others', as many ranks on each host, two or more.
+bool two_level_fits(Collective c, const Group& g) {
   const HostLayout* hosts = g.hosts();
-  return hosts && hosts->two_level();
+  if (!hosts) return false;
+  return c == Collective::all_reduce ? hosts->two_level_all_reduce() : hosts->two_level();
 }
 
 std::atomic<Algorithm> last{Algorithm::direct};  // read by another thread at most, for display
@@ -97,7 +99,7 @@ Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_vi
 }
 
 Algorithm select_algorithm(Collective c, const Group& g, size_t bytes, size_t count, DType dtype) {
-  Algorithm chosen = choose_algorithm(c, g.size(), bytes, g.transport_name(), two_level_fits(g));
+  Algorithm chosen = choose_algorithm(c, g.size(), bytes, g.transport_name(), two_level_fits(c, g));
   last.store(chosen, std::memory_order_relaxed);
   log().debug("{}: algorithm={} count={} dtype={} ranks={} transport={}", collective_name(c),
               algorithm_name(chosen), count, dtype_name(dtype), g.size(), g.transport_name());

@@ -30,8 +30,8 @@ std::string_view algorithm_name(Algorithm a);
 /// The algorithm a call of `ranks` ranks moving `bytes` (the whole buffer: all ranks' blocks)
 /// gets over `transport`: shm when every rank is on the shm transport and the collective has a
 /// shared-memory schedule; hierarchical when the ranks span hosts through "shm+ucx" and
-/// `two_level` (they sit on the hosts as the two-level schedules need: as many on each, two
-/// or more); else
+/// `two_level` (they sit on the hosts as c's two-level schedule needs: for the all-reduce,
+/// two ranks or more on some host; for the others, as many on each, two or more); else
 /// message_algorithm. SEAM_ALGO=direct|ring|halving forces the message schedules (halving
 /// for all-reduces, the others by size); =shm or =hierarchical leave the choice as it is (it
 /// takes them wherever they apply); another name is a ValueError.

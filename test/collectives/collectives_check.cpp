@@ -4,7 +4,7 @@
 // rank saw a wrong result or an error. With --shared-memory every buffer lies in
 // SharedHostMemory (the zero-copy schedules). With --expect-algorithm NAME the world's calls
 // that can take that algorithm (selection.h) must, so a test of a path fails if it is not
-// taken.
+// taken; with --expect-all-reduce NAME, the world's all-reduces.
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -31,7 +31,7 @@ bool can_take(Kind kind, std::string_view name) {
 /// Runs every case on `comm`; returns the number of failures on this rank. With `expected`,
 /// a call that could take it and took another algorithm fails too.
 int run_matrix(comm::Communicator& comm, const char* label, bool large, bool shared_memory,
-               const char* expected = nullptr) {
+               const char* expected = nullptr, bool only_all_reduce = false) {
   int failures = 0;
   for (Kind kind : kKinds)
     for_each_case(kind, comm.size(), large, [&](const Case& c) {
@@ -42,7 +42,8 @@ int run_matrix(comm::Communicator& comm, const char* label, bool large, bool sha
         std::fprintf(stderr, "FAIL [%s] %s: rank %d, first wrong element %ld\n", label,
                      describe(c).c_str(), comm.rank(), wrong);
       const std::string_view took = collectives::algorithm_name(collectives::last_algorithm());
-      if (expected && can_take(kind, expected) && took != expected && ++failures <= 10)
+      const bool checked = only_all_reduce ? kind == Kind::all_reduce : can_take(kind, expected ? expected : "");
+      if (expected && checked && took != expected && ++failures <= 10)
         std::fprintf(stderr, "FAIL [%s] %s: rank %d took %s, expected %s\n", label,
                      describe(c).c_str(), comm.rank(), std::string(took).c_str(), expected);
     });
@@ -57,13 +58,18 @@ int main(int argc, char** argv) {
   using namespace seam;
   bool shared_memory = false;
   const char* expected = nullptr;
+  bool only_all_reduce = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--shared-memory") == 0) shared_memory = true;
     if (std::strcmp(argv[i], "--expect-algorithm") == 0 && i + 1 < argc) expected = argv[++i];
+    if (std::strcmp(argv[i], "--expect-all-reduce") == 0 && i + 1 < argc) {
+      expected = argv[++i];
+      only_all_reduce = true;
+    }
   }
   try {
     auto world = comm::Communicator::create_world();
-    int failures = test::run_matrix(*world, "world", true, shared_memory, expected);
+    int failures = test::run_matrix(*world, "world", true, shared_memory, expected, only_all_reduce);
     if (world->size() >= 3) {
       // Sub-groups: group-local ranks map to other world ranks.
       auto half = world->split(world->rank() % 2, -world->rank());

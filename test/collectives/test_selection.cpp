@@ -88,9 +88,19 @@ TEST_CASE("host layout: uneven hosts, one rank per host, one host") {
   const auto uneven = collectives::host_layout(std::vector{0, 0, 0, 1}, 3);
   CHECK(uneven.hosts == 2);
   CHECK(uneven.per_host == 0);
+  CHECK(uneven.fewest == 1);
   CHECK_FALSE(uneven.two_level());
+  CHECK(uneven.two_level_all_reduce());
   CHECK(uneven.local == std::vector<int>{3});
-  CHECK(uneven.cross.empty());
+  CHECK(uneven.cross == std::vector<int>{0, 3});
+  // Past the smallest host's ranks, a rank does not cross the network.
+  CHECK(collectives::host_layout(std::vector{0, 0, 0, 1}, 1).cross.empty());
+  const auto five = collectives::host_layout(std::vector{0, 1, 0, 1, 0}, 3);
+  CHECK(five.fewest == 2);
+  CHECK(five.local == std::vector<int>{1, 3});
+  CHECK(five.local_index == 1);
+  CHECK(five.cross == std::vector<int>{2, 3});
+  CHECK_FALSE(collectives::host_layout(std::vector{0, 1, 2}, 0).two_level_all_reduce());
   CHECK_FALSE(collectives::host_layout(std::vector{0, 1, 2}, 0).two_level());
   CHECK_FALSE(collectives::host_layout(std::vector{5, 5, 5, 5}, 0).two_level());
 }
