@@ -5,7 +5,8 @@
 // the transports, its host's peers' included; here the network part is 2(H-1) steps, run by
 // the L ranks of a host side by side on their 1/L shares (each host sends 2(H-1)/H S in all),
 // and the rest moves through shared memory. Open MPI's HAN and NCCL's trees over NVLink and the
-// network split the work the same way.
+// network split the work the same way. The all-reduce also runs on uneven hosts, in as many
+// shares as the smallest host has ranks.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -66,7 +67,7 @@ class Turn {
   uint64_t mine_ = 0;
 };
 
-/// All-reduces up to this size take two waits (see all_reduce_over_hosts), though every rank
+/// All-reduces on even hosts up to this size take two waits (see all_reduce_over_hosts), though every rank
 /// then sends the whole buffer over the network, not its 1/L share. 2 hosts x 4 ranks of the
 /// Xeon, TCP on the loopback: 1-8 KiB 14-24 us against 25-38 with three waits, 16 KiB even,
 /// 64 KiB 113-173 against 49-51.
@@ -166,7 +167,7 @@ comm::Task all_reduce_over_hosts(Group& g, const char* send, char* recv, size_t 
     co_return;
   }
   // The buffer in as many blocks as the host with the fewest ranks has: a host's ranks past
-  // those take no block (uneven hosts), and their share of the work goes to the others.
+  // those take no block (uneven hosts), and their share of the network phase goes to the others.
   const int blocks_per_host = v.layout.fewest;
   const auto shares = even_blocks(count, blocks_per_host);
   std::vector<size_t> blocks(v.layout.local.size(), 0);
