@@ -2,6 +2,7 @@
 #include "runtime/collectives/chunks.h"
 #include "runtime/collectives/collectives.h"
 #include "runtime/collectives/receive.h"
+#include "runtime/collectives/schedules.h"
 #include "runtime/collectives/selection.h"
 #include "runtime/collectives/validate.h"
 
@@ -52,6 +53,16 @@ comm::Task broadcast(Group& g, void* buffer, size_t count, DType dtype, int root
   const size_t es = dtype_size(dtype);
   Algorithm a = select_algorithm(Collective::broadcast, g, count * es, count, dtype);
   auto data = static_cast<char*>(buffer);
+  if (a == Algorithm::shm || a == Algorithm::hierarchical) {
+    // An in-place gather of the root's block alone (the other blocks are empty): through
+    // shared memory every peer copies it from the root's slot or buffer side by side; over
+    // hosts it crosses the network once per host.
+    std::vector<size_t> blocks(static_cast<size_t>(g.size()), 0);
+    blocks[static_cast<size_t>(root)] = count;
+    char* own = data + (g.rank() > root ? count * es : 0);  // this rank's (empty) block
+    return a == Algorithm::shm ? shm_all_gather(g, kName, own, data, std::move(blocks), dtype)
+                               : hierarchical_all_gather(g, kName, own, data, std::move(blocks), dtype);
+  }
   if (a == Algorithm::direct) return direct_broadcast(g, data, count * es, root);
   return chain_broadcast(g, data, count, es, root);
 }

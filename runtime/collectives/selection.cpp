@@ -24,15 +24,27 @@ constexpr size_t kHalvingBytes = 128 * 1024;
 bool has_shm_schedule(Collective c) {
   return c == Collective::all_reduce || c == Collective::reduce_scatter ||
          c == Collective::reduce_scatterv || c == Collective::all_gather ||
-         c == Collective::all_gatherv;
+         c == Collective::all_gatherv || c == Collective::broadcast;
 }
 
 /// Whether g's layout fits c's two-level schedule: the all-reduce's, hosts of which one holds
-/// two ranks or more; the others', as many ranks on each host, two or more.
+/// two ranks or more; the others' (the broadcast's is the gather's), as many ranks on each
+/// host, two or more.
 bool two_level_fits(Collective c, const Group& g) {
   const HostLayout* hosts = g.hosts();
   if (!hosts) return false;
   return c == Collective::all_reduce ? hosts->two_level_all_reduce() : hosts->two_level();
+}
+
+/// Whether a broadcast of `bytes` among `ranks` local ranks takes the message schedules rather
+/// than the shared-memory gather of the root's block. From three ranks the slots win at every
+/// size (Xeon, 8 ranks: 1 KiB 3.6-3.8 us against direct's 8.5-8.6, 1 MiB 140-154 against the
+/// ring's 240-285, 64 MiB 13.6-16.8 ms against 17.9). At two ranks a broadcast is one message,
+/// which the shm transport moves with one copy (single-copy from 256 KiB): the slots win only
+/// from 4 to 32 KiB (Xeon 16 KiB 3.0-4.1 us against 7.4-7.5; 1 KiB 1.4-1.6 against 0.3-0.6,
+/// 64 KiB 7.0-7.5 against 3.7-4.0).
+bool broadcast_by_messages(int ranks, size_t bytes) {
+  return ranks == 2 && (bytes < 4 * 1024 || bytes > 32 * 1024);
 }
 
 std::atomic<Algorithm> last{Algorithm::direct};  // read by another thread at most, for display
@@ -92,7 +104,8 @@ Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_vi
   // A forced message schedule takes the call off them; another forced name applies where it can.
   const bool messages = forced == "direct" || forced == "ring" || forced == "halving";
   if (!messages && has_shm_schedule(c)) {
-    if (ranks > 1 && transport == "shm") return Algorithm::shm;
+    const bool by_messages = c == Collective::broadcast && broadcast_by_messages(ranks, bytes);
+    if (ranks > 1 && transport == "shm" && !by_messages) return Algorithm::shm;
     if (two_level && transport == "shm+ucx") return Algorithm::hierarchical;
   }
   return message_algorithm(c, bytes, ranks);

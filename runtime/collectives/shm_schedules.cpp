@@ -77,7 +77,8 @@ ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes
   if (single_copy) candidates[count++] = Schedule::single_copy;
   const bool single_copy_first = single_copy && region.single_copy_preferred() &&
                                  bytes >= kSingleCopyBytes &&
-                                 (kind == Kind::all_gather || region.ranks() == 2);
+                                 (kind == Kind::all_gather || kind == Kind::broadcast ||
+                                  region.ranks() == 2);
   return region.tuner().choose(kind, bytes, std::span(candidates, count),
                                single_copy_first ? Schedule::single_copy : Schedule::slots);
 }
@@ -418,7 +419,9 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
     region.finish();
     co_return;
   }
-  const ScheduleTuner::Choice choice = choose_schedule(*region, Kind::all_gather, off.back() * es);
+  // A broadcast is a gather of the root's block alone; its size classes are tuned apart.
+  const Kind kind = collective == "broadcast" ? Kind::broadcast : Kind::all_gather;
+  const ScheduleTuner::Choice choice = choose_schedule(*region, kind, off.back() * es);
   const bool single_copy = choice.schedule == Schedule::single_copy;
   // The schedule is part of the signature: ranks that disagree on it fail with a mismatch.
   const CallSignature signature =

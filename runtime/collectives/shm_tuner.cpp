@@ -12,7 +12,7 @@ namespace {
 constexpr uint8_t kUndecided = 0;
 
 const char* kind_name(int entry) {
-  static const char* const names[] = {"all_reduce", "reduce_scatter", "all_gather"};
+  static const char* const names[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast"};
   return names[entry / ScheduleTuner::kClasses];
 }
 

@@ -39,14 +39,14 @@ inline int64_t steady_ns() {
 
 class ScheduleTuner {
  public:
-  enum class Kind { all_reduce = 0, reduce_scatter = 1, all_gather = 2 };
+  enum class Kind { all_reduce = 0, reduce_scatter = 1, all_gather = 2, broadcast = 3 };
   /// How a call on plain buffers moves its data: one of the first kSchedules ShmVariants.
   using Schedule = ShmVariant;
   static constexpr int kSchedules = 3;  ///< slots, single_copy, slots_whole
   /// Size classes per kind: powers of two of bytes from kFromBytes.
   static constexpr int kClasses = 32;
   /// Bytes of shared decisions a region holds for its tuner (one per kind and class).
-  static constexpr size_t kTableBytes = 3 * kClasses;
+  static constexpr size_t kTableBytes = 4 * kClasses;
   /// Calls from this size are tuned; smaller ones always take the slots (one wait, no syscall).
   static constexpr size_t kFromBytes = 64 * 1024;
   /// Explored calls per schedule (a block of each candidate in turn); all of a block's calls

@@ -22,9 +22,10 @@ constexpr Kind kKinds[] = {Kind::all_reduce,  Kind::reduce_scatter, Kind::reduce
                            Kind::all_gather,  Kind::all_gatherv,    Kind::broadcast,
                            Kind::scatterv};
 
-/// Whether calls of `kind` can take algorithm `name` (halving is the all-reduce's alone).
+/// Whether calls of `kind` can take algorithm `name` (halving is the all-reduce's alone;
+/// scatterv has one schedule).
 bool can_take(Kind kind, std::string_view name) {
-  if (kind == Kind::broadcast || kind == Kind::scatterv) return false;
+  if (kind == Kind::scatterv) return false;
   return name != "halving" || kind == Kind::all_reduce;
 }
 

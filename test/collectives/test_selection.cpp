@@ -17,14 +17,18 @@ using collectives::Collective;
 
 TEST_CASE("local groups on the shm transport reduce and gather through shared memory") {
   for (auto c : {Collective::all_reduce, Collective::reduce_scatter, Collective::reduce_scatterv,
-                 Collective::all_gather, Collective::all_gatherv})
+                 Collective::all_gather, Collective::all_gatherv, Collective::broadcast})
     for (size_t bytes : {size_t{4}, size_t{1} << 26}) CHECK(choose_algorithm(c, 4, bytes, "shm") == Algorithm::shm);
+  // A broadcast of two ranks is one message: through the slots only from 4 to 32 KiB.
+  CHECK(choose_algorithm(Collective::broadcast, 2, 1024, "shm") == Algorithm::direct);
+  CHECK(choose_algorithm(Collective::broadcast, 2, 16 * 1024, "shm") == Algorithm::shm);
+  CHECK(choose_algorithm(Collective::broadcast, 2, 1 << 20, "shm") == Algorithm::ring);
 }
 
 TEST_CASE("message transports take direct for small buffers and the ring for large ones") {
   CHECK(choose_algorithm(Collective::all_reduce, 4, 1024, "ucx") == Algorithm::direct);
   CHECK(choose_algorithm(Collective::all_reduce, 4, size_t{1} << 24, "ucx") == Algorithm::ring);
-  CHECK(choose_algorithm(Collective::broadcast, 4, size_t{1} << 24, "shm") == Algorithm::ring);
+  CHECK(choose_algorithm(Collective::broadcast, 4, size_t{1} << 24, "ucx") == Algorithm::ring);
   CHECK(choose_algorithm(Collective::all_gather, 4, 1024, "shm+ucx") == Algorithm::direct);
   // One rank has nobody to share memory with.
   CHECK(choose_algorithm(Collective::all_reduce, 1, 1024, "shm") == Algorithm::direct);
@@ -56,7 +60,8 @@ TEST_CASE("groups over hosts take the two-level schedules where their layout fit
       CHECK(choose_algorithm(c, 4, bytes, "ucx", true) != Algorithm::hierarchical);
     }
   CHECK(choose_algorithm(Collective::all_reduce, 4, 1024, "shm+ucx", false) == Algorithm::direct);
-  CHECK(choose_algorithm(Collective::broadcast, 4, 1024, "shm+ucx", true) == Algorithm::direct);
+  CHECK(choose_algorithm(Collective::broadcast, 4, 1024, "shm+ucx", true) == Algorithm::hierarchical);
+  CHECK(choose_algorithm(Collective::scatterv, 4, 1024, "shm+ucx", true) == Algorithm::direct);
 }
 
 TEST_CASE("host layout: consecutive ranks per host") {

@@ -29,6 +29,7 @@ enum class InPlace {
   same_buffer,       ///< all_reduce: send == recv
   recv_inside_send,  ///< reduce-scatter: recv = send + offsets[rank]
   send_inside_recv,  ///< all-gather: send = recv + offsets[rank]
+  root_sends,        ///< broadcast: one buffer per rank; out of place the root's is its send
 };
 
 /// The MPI datatype and op for the row's dtype and op.

@@ -99,7 +99,7 @@ struct RowBuffers {
     return c.in_place == InPlace::send_inside_recv ? base + s.offsets[rank] * es : base;
   }
   void* recv_of(bool in_place) const {
-    if (!in_place) return recv.data();
+    if (!in_place) return c.in_place == InPlace::root_sends && rank == 0 ? send.data() : recv.data();
     char* base = static_cast<char*>(shared.data());
     return c.in_place == InPlace::recv_inside_send ? base + s.offsets[rank] * es : base;
   }
@@ -152,8 +152,8 @@ class Driver {
     for (double size = static_cast<double>(a_.min_bytes); size <= static_cast<double>(a_.max_bytes);
          size *= a_.factor) {
       Shape s = c_.shape(static_cast<size_t>(size) / es, n_, rank_);
-      size_t count = c_.kind == collectives::Collective::all_reduce ? s.recv_count
-                                                                    : s.offsets.back();
+      // Blocked collectives count all blocks; all-reduce and broadcast their one buffer.
+      size_t count = s.offsets.empty() ? s.recv_count : s.offsets.back();
       Row row = measure(s);
       wrong += row.wrong[0] + row.wrong[1];
       if (rank_ == 0) print_row(count * es, count, row);
