@@ -24,7 +24,7 @@ mpi_strongest=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
 
 status=0
 for registered in "${buffers[@]}"; do
-  for bench in all_reduce reduce_scatter reduce_scatterv all_gather all_gatherv; do
+  for bench in all_reduce reduce_scatter reduce_scatterv all_gather all_gatherv broadcast; do
     for dtype in "${dtypes[@]}"; do
       echo
       mpirun --allow-run-as-root --oversubscribe --bind-to none -n "$ranks" "${mpi_strongest[@]}" \
