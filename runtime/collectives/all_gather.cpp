@@ -87,7 +87,8 @@ comm::Task all_gather_blocks(Group& g, Collective collective, const void* send, 
   if (a == Algorithm::hierarchical)
     return hierarchical_all_gather(g, collective_name(collective), in, out, std::move(counts),
                                    dtype);
-  return message_all_gather(a, g, collective_name(collective), in, out, std::move(counts), dtype);
+  return aborting_on_mismatch(
+      g, a, message_all_gather(a, g, collective_name(collective), in, out, std::move(counts), dtype));
 }
 
 }  // namespace
@@ -95,7 +96,7 @@ comm::Task all_gather_blocks(Group& g, Collective collective, const void* send, 
 comm::Task message_all_gather(Algorithm a, Group& g, std::string_view collective, const char* send,
                               char* recv, std::vector<size_t> counts, DType dtype) {
   if (a == Algorithm::direct) return direct_all_gather(g, collective, send, recv, std::move(counts), dtype, 0);
-  return aborting_on_mismatch(g, ring_all_gather(g, collective, send, recv, std::move(counts), dtype, 0));
+  return ring_all_gather(g, collective, send, recv, std::move(counts), dtype, 0);
 }
 
 comm::Task all_gather(Group& g, const void* send, void* recv, size_t send_count, DType dtype) {

@@ -53,9 +53,8 @@ comm::Task ring_all_reduce(Group& g, const char* send, char* recv, size_t count,
 comm::Task message_all_reduce(Algorithm a, Group& g, const char* send, char* recv, size_t count,
                               DType dtype, ReduceOp op) {
   if (a == Algorithm::direct) return direct_all_reduce(g, send, recv, count, dtype, op);
-  if (a == Algorithm::halving)
-    return aborting_on_mismatch(g, halving_all_reduce(g, send, recv, count, dtype, op));
-  return aborting_on_mismatch(g, ring_all_reduce(g, send, recv, count, dtype, op));
+  if (a == Algorithm::halving) return halving_all_reduce(g, send, recv, count, dtype, op);
+  return ring_all_reduce(g, send, recv, count, dtype, op);
 }
 
 comm::Task all_reduce(Group& g, const void* send, void* recv, size_t count, DType dtype,
@@ -66,7 +65,7 @@ comm::Task all_reduce(Group& g, const void* send, void* recv, size_t count, DTyp
   auto out = static_cast<char*>(recv);
   if (a == Algorithm::shm) return shm_all_reduce(g, in, out, count, dtype, op);
   if (a == Algorithm::hierarchical) return hierarchical_all_reduce(g, in, out, count, dtype, op);
-  return message_all_reduce(a, g, in, out, count, dtype, op);
+  return aborting_on_mismatch(g, a, message_all_reduce(a, g, in, out, count, dtype, op));
 }
 
 }  // namespace seam::collectives

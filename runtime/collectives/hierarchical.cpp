@@ -13,7 +13,6 @@
 #include <mutex>
 #include <set>
 
-#include "layouts/errors.h"
 #include "layouts/log.h"
 #include "runtime/collectives/blocks.h"
 #include "runtime/collectives/receive.h"
@@ -145,7 +144,7 @@ struct HostBlocks {
 comm::Task two_level_call(Group& g, comm::Task call) {
   const Turn turn(g.communicator_id());
   co_await comm::until([&] { return turn.up(); });
-  comm::Task aborting = aborting_on_mismatch(g, std::move(call));
+  comm::Task aborting = aborting_on_mismatch(g, Algorithm::hierarchical, std::move(call));
   co_await comm::run(aborting);
 }
 

@@ -67,8 +67,9 @@ comm::Task aborting(comm::Task call) {
 
 }  // namespace
 
-comm::Task aborting_on_mismatch(const Group& g, comm::Task call) {
-  return g.size() > 2 ? aborting(std::move(call)) : std::move(call);
+comm::Task aborting_on_mismatch(const Group& g, Algorithm a, comm::Task call) {
+  const bool strands = a == Algorithm::ring || a == Algorithm::halving || a == Algorithm::hierarchical;
+  return strands && g.size() > 2 ? aborting(std::move(call)) : std::move(call);
 }
 
 }  // namespace seam::collectives

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/collectives/group.h"
+#include "runtime/collectives/selection.h"
 #include "runtime/comm/task.h"
 
 namespace seam::collectives {
@@ -38,10 +39,11 @@ ReceivesAwaiter received(std::string_view collective, std::vector<ExpectedReceiv
 /// GCC 12's coroutine lowering, hence the overload.)
 ReceivesAwaiter received(std::string_view collective, ExpectedReceive receive);
 
-/// `call`, a schedule of g in which a rank that finds the ranks' arguments disagree leaves
-/// others waiting on messages it will not send (ring, halving, two-level): with more than two
-/// ranks its MismatchError then aborts the communicator, so they get the notice at once, not at
-/// their deadline (two ranks each find out by themselves, and the communicator stays usable).
-comm::Task aborting_on_mismatch(const Group& g, comm::Task call);
+/// `call`, a whole collective of g by algorithm `a`. Where `a` is a schedule in which a rank
+/// that finds the ranks' arguments disagree leaves others waiting on messages it will not send
+/// (ring, halving, hierarchical) and more than two ranks take part, its MismatchError aborts the
+/// communicator, so they get the notice at once, not at their deadline (under direct, and at two
+/// ranks, each finds out by itself and the communicator stays usable).
+comm::Task aborting_on_mismatch(const Group& g, Algorithm a, comm::Task call);
 
 }  // namespace seam::collectives

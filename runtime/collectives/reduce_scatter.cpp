@@ -106,8 +106,9 @@ comm::Task reduce_scatter_blocks(Group& g, Collective collective, const void* se
   if (a == Algorithm::hierarchical)
     return hierarchical_reduce_scatter(g, collective_name(collective), in, out, std::move(counts),
                                        dtype, op);
-  return message_reduce_scatter(a, g, collective_name(collective), in, out, std::move(counts), dtype,
-                                op);
+  return aborting_on_mismatch(g, a,
+                              message_reduce_scatter(a, g, collective_name(collective), in, out,
+                                                     std::move(counts), dtype, op));
 }
 
 }  // namespace
@@ -117,7 +118,7 @@ comm::Task message_reduce_scatter(Algorithm a, Group& g, std::string_view collec
                                   DType dtype, ReduceOp op) {
   if (a == Algorithm::direct)
     return direct_reduce_scatter(g, collective, send, out, std::move(counts), dtype, op, 0);
-  return aborting_on_mismatch(g, ring_reduce_scatter(g, collective, send, out, std::move(counts), dtype, op, 0));
+  return ring_reduce_scatter(g, collective, send, out, std::move(counts), dtype, op, 0);
 }
 
 comm::Task reduce_scatter(Group& g, const void* send, void* recv, size_t recv_count, DType dtype,
