@@ -34,11 +34,12 @@ comm::Task direct_all_gather(Group& g, std::string_view collective, const char* 
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
   std::vector<ExpectedReceive> receives;
+  // Empty blocks travel as empty messages: each receiver checks the size its peer sent.
   for (int p = 0; p < n; ++p)
-    if (p != r && counts[p])
+    if (p != r)
       receives.push_back(post_receive(g, p, step, recv + off[p] * es, counts[p] * es));
   std::vector<transport::RequestPtr> sends;
-  for (int p = 0; p < n && counts[r]; ++p)
+  for (int p = 0; p < n; ++p)
     if (p != r) sends.push_back(g.isend(p, step, send, counts[r] * es));
   place_own_block(send, recv, counts, off, r, es);
   co_await received(collective, std::move(receives));
@@ -65,8 +66,9 @@ comm::Task ring_all_gather(Group& g, std::string_view collective, const char* se
     }
   }
   std::vector<transport::RequestPtr> sends;
-  for (Chunk c : Chunks(n > 1 ? counts[r] : 0, chunk))
-    sends.push_back(g.isend(right, step, recv + (off[r] + c.first) * es, c.count * es));
+  if (n > 1)
+    for (Chunk c : Chunks(counts[r], chunk))
+      sends.push_back(g.isend(right, step, recv + (off[r] + c.first) * es, c.count * es));
   for (const Arrival& a : arrivals) {
     co_await received(collective, a.receive);
     if (a.forward) sends.push_back(g.isend(right, step, a.data, a.bytes));

@@ -28,10 +28,10 @@ comm::Task direct_all_reduce(Group& g, const char* send, char* recv, size_t coun
     }
     char* slot = staging.data() + (p < r ? p : p - 1) * bytes;
     sources[p] = slot;
-    if (bytes) receives.push_back(post_receive(g, p, 0, slot, bytes));
+    receives.push_back(post_receive(g, p, 0, slot, bytes));  // empty too: see Chunks
   }
   std::vector<transport::RequestPtr> sends;
-  for (int p = 0; p < n && bytes; ++p)
+  for (int p = 0; p < n; ++p)
     if (p != r) sends.push_back(g.isend(p, 0, send, bytes));
   co_await received(kName, std::move(receives));
   // In place, recv is what the sends read: they must be done before it is overwritten.

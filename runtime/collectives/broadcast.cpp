@@ -13,7 +13,6 @@ constexpr std::string_view kName = "broadcast";
 
 /// The root sends the whole buffer to every rank.
 comm::Task direct_broadcast(Group& g, char* buffer, size_t bytes, int root) {
-  if (bytes == 0) co_return;
   if (g.rank() != root) {
     co_await received(kName, post_receive(g, root, 0, buffer, bytes));
     co_return;

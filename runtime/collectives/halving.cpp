@@ -49,7 +49,6 @@ comm::Task halving_all_reduce(Group& g, const char* send, char* recv, size_t cou
                               ReduceOp op) {
   const size_t es = dtype_size(dtype);
   const size_t bytes = count * es;
-  if (bytes == 0) co_return;
   const Folded f(g.size(), g.rank());
   // Steps: 0 the fold, 1..log2(p) the halving, then the doubling, then the result to the folded.
   uint32_t step = 0;
@@ -80,10 +79,11 @@ comm::Task halving_all_reduce(Group& g, const char* send, char* recv, size_t cou
     const int keep_lo = upper ? mid : lo, keep_hi = upper ? hi : mid;
     const int give_lo = upper ? lo : mid, give_hi = upper ? mid : hi;
     const size_t keep = at[keep_hi] - at[keep_lo], give = at[give_hi] - at[give_lo];
-    // A part of no elements (fewer elements than participants) travels as no message.
+    // A part of no elements (fewer elements than participants) travels as an empty message,
+    // whose size the partner checks (see Chunks).
     std::vector<ExpectedReceive> theirs;
-    if (keep) theirs.push_back(post_receive(g, f.rank_of(partner), step, incoming.data(), keep * es));
-    if (give) sends.push_back(g.isend(f.rank_of(partner), step, recv + at[give_lo] * es, give * es));
+    theirs.push_back(post_receive(g, f.rank_of(partner), step, incoming.data(), keep * es));
+    sends.push_back(g.isend(f.rank_of(partner), step, recv + at[give_lo] * es, give * es));
     co_await received(kName, std::move(theirs));
     char* part = recv + at[keep_lo] * es;
     // The lower participant's partial first, so every rank folds alike.
@@ -106,8 +106,8 @@ comm::Task halving_all_reduce(Group& g, const char* send, char* recv, size_t cou
     const int mine = f.me & ~(mask - 1), theirs = partner & ~(mask - 1);
     const size_t held = at[mine + mask] - at[mine], arriving = at[theirs + mask] - at[theirs];
     std::vector<ExpectedReceive> run;
-    if (arriving) run.push_back(post_receive(g, f.rank_of(partner), step, recv + at[theirs] * es, arriving * es));
-    if (held) sends.push_back(g.isend(f.rank_of(partner), step, recv + at[mine] * es, held * es));
+    run.push_back(post_receive(g, f.rank_of(partner), step, recv + at[theirs] * es, arriving * es));
+    sends.push_back(g.isend(f.rank_of(partner), step, recv + at[mine] * es, held * es));
     co_await received(kName, std::move(run));
   }
   if (f.folds_from >= 0) sends.push_back(g.isend(f.folds_from, kHandBackStep, recv, bytes));

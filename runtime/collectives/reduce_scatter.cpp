@@ -30,11 +30,11 @@ comm::Task direct_reduce_scatter(Group& g, std::string_view collective, const ch
     }
     char* slot = staging.data() + (p < r ? p : p - 1) * mine;
     sources[p] = slot;
-    if (mine) receives.push_back(post_receive(g, p, step, slot, mine));
+    receives.push_back(post_receive(g, p, step, slot, mine));  // empty blocks too: see Chunks
   }
   std::vector<transport::RequestPtr> sends;
   for (int p = 0; p < n; ++p)
-    if (p != r && counts[p]) sends.push_back(g.isend(p, step, send + off[p] * es, counts[p] * es));
+    if (p != r) sends.push_back(g.isend(p, step, send + off[p] * es, counts[p] * es));
   co_await received(collective, std::move(receives));
   kernels::reduce(out, sources, counts[r], dtype, op);
   co_await comm::all_of(std::move(sends));

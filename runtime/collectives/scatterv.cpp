@@ -16,13 +16,13 @@ comm::Task direct_scatterv(Group& g, const char* send, char* recv, std::vector<s
                            size_t es, int root) {
   const int r = g.rank();
   if (r != root) {
-    if (counts[r]) co_await received(kName, post_receive(g, root, 0, recv, counts[r] * es));
+    co_await received(kName, post_receive(g, root, 0, recv, counts[r] * es));  // see Chunks
     co_return;
   }
   const auto off = block_offsets(counts);
   std::vector<transport::RequestPtr> sends;
   for (int p = 0; p < g.size(); ++p)
-    if (p != root && counts[p]) sends.push_back(g.isend(p, 0, send + off[p] * es, counts[p] * es));
+    if (p != root) sends.push_back(g.isend(p, 0, send + off[p] * es, counts[p] * es));
   if (counts[r] && recv != send + off[r] * es) std::memcpy(recv, send + off[r] * es, counts[r] * es);
   co_await comm::all_of(std::move(sends));
 }

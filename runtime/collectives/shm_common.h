@@ -36,6 +36,13 @@ ShmVariant variant_of(CallSignature signature);
 
 inline size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
+/// The rounds of a slot schedule that moves `elements` at most `per_round` at a time: one at
+/// least, so that a call of no elements still compares its signature with the peers' (a rank
+/// that passed none while they passed some fails with them, not at their deadline).
+inline uint64_t rounds_for(size_t elements, size_t per_round) {
+  return elements ? ceil_div(elements, per_round) : 1;
+}
+
 /// The ranks in the order rank `me` visits them: me + 1, me + 2, ... (and me last when
 /// `with_me`), so that ranks in step read from different peers, not all from rank 0 at once
 /// (single-copy reads of one process serialise on its page tables).

@@ -112,7 +112,7 @@ struct Pieces {
 
 Pieces cut(const std::vector<size_t>& counts, uint64_t rounds) {
   Pieces p;
-  for (size_t c : counts) p.piece.push_back(rounds ? ceil_div(c, rounds) : 0);
+  for (size_t c : counts) p.piece.push_back(ceil_div(c, rounds));
   return p;
 }
 
@@ -207,7 +207,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     co_return;
   }
   const size_t per_round = region->slot_bytes() / es;
-  const uint64_t rounds = ceil_div(count, per_round);
+  const uint64_t rounds = rounds_for(count, per_round);
   // All but small buffers are reduced in shares, unless the tuner chose otherwise: each rank
   // copies in the peers' shares of the round, folds its own share into its result slot, then
   // every rank copies all shares. n times less reading than every rank folding everything, for
@@ -312,7 +312,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
               balanced ? "even shares of all blocks" : "each rank its own block", total * es);
   // Each round a rank's slot holds a piece of every block (the own one only when balanced);
   // pieces round up, so leave room for one extra element per block.
-  const uint64_t rounds = total ? ceil_div(total, region->slot_bytes() / es - n) : 0;
+  const uint64_t rounds = rounds_for(total, region->slot_bytes() / es - n);
   const Pieces pieces = cut(counts, rounds);
   std::vector<size_t> at(n + 1, 0);  // where block j's piece sits in a slot, in elements
   for (int j = 0; j < n; ++j) at[j + 1] = at[j] + pieces.piece[j];
@@ -437,7 +437,7 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
   }
   log().debug("{}: shm schedule slots ({} B)", collective, off.back() * es);
   const size_t largest = *std::max_element(counts.begin(), counts.end());
-  const uint64_t rounds = ceil_div(largest, region->slot_bytes() / es);
+  const uint64_t rounds = rounds_for(largest, region->slot_bytes() / es);
   const Pieces pieces = cut(counts, rounds);
   BufferExchange exchange(g, *region, signature, collective, rounds, rounds > 1);
   const kernels::Store store = store_for(off.back() * es, n, false);

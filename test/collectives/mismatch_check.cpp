@@ -8,8 +8,9 @@
 // carry different signatures, and a waiting rank finds the peer's unmatched one), never in a
 // combined result. Over hosts a count disagreement ends the same way (the two-level schedules
 // leave the other hosts' ranks waiting on those that found it), and with --dtype-over-hosts
-// so does a dtype disagreement between hosts; with --stranding-count, a count disagreement in
-// the ring and halving schedules.
+// so does a dtype disagreement between hosts, and with --zero-over-hosts one where rank 0
+// passes nothing; with --stranding-count, a count disagreement in
+// the ring and halving schedules (--stranding-zero: where the rank that disagrees passes nothing).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -101,13 +102,14 @@ bool message_path_dtype_mismatch_refused(seam::comm::Communicator& comm) {
   });
 }
 
-/// Over hosts (the two-level schedules): rank 0 all-reduces 120 elements, the others 100. The
-/// ranks of rank 0's host find out in shared memory; the other hosts' ranks, which would wait
-/// for them in the network phase, learn it from their abort notice.
-bool mismatch_over_hosts_refused(seam::comm::Communicator& comm) {
+/// Over hosts (the two-level schedules): rank 0 all-reduces `first` elements, the others 100.
+/// The ranks of rank 0's host find out in shared memory; the other hosts' ranks, which would
+/// wait for them in the network phase, learn it from their abort notice.
+bool mismatch_over_hosts_refused(seam::comm::Communicator& comm, size_t first) {
   std::vector<float> buffer(120, 1.0f);
-  return ends_in_mismatch(comm, "count 100 vs 120 over hosts", "called with other arguments", [&] {
-    comm.all_reduce(buffer.data(), buffer.data(), comm.rank() == 0 ? 120 : 100, DType::f32,
+  const std::string what = "count 100 vs " + std::to_string(first) + " over hosts";
+  return ends_in_mismatch(comm, what, "called with other arguments", [&] {
+    comm.all_reduce(buffer.data(), buffer.data(), comm.rank() == 0 ? first : 100, DType::f32,
                     ReduceOp::sum)
         .wait();
   });
@@ -127,14 +129,16 @@ bool dtype_over_hosts_refused(seam::comm::Communicator& comm) {
 }
 
 /// Message schedules in which a rank waits on a peer's messages (ring, halving): rank 0
-/// all-reduces 1.2 MiB, the others 1 MiB. The ranks that find out abort the communicator, so
-/// the others, left waiting on them, get the notice at once.
-bool stranding_count_mismatch_refused(seam::comm::Communicator& comm) {
+/// all-reduces 1.2 MiB (`zero`: nothing), the others 1 MiB. The ranks that find out abort the
+/// communicator, so the others, left waiting on them, get the notice at once.
+bool stranding_count_mismatch_refused(seam::comm::Communicator& comm, bool zero) {
   constexpr size_t kCount = 256 * 1024;
   std::vector<float> buffer(kCount * 6 / 5, 1.0f);
-  return ends_in_mismatch(comm, "count 1.2 MiB vs 1 MiB", "disagree on count or dtype", [&] {
-    comm.all_reduce(buffer.data(), buffer.data(), comm.rank() == 0 ? buffer.size() : kCount,
-                    DType::f32, ReduceOp::sum)
+  const size_t first = zero ? 0 : buffer.size();
+  const std::string what = std::string("count ") + (zero ? "0" : "1.2 MiB") + " vs 1 MiB";
+  return ends_in_mismatch(comm, what, "disagree on count or dtype", [&] {
+    comm.all_reduce(buffer.data(), buffer.data(), comm.rank() == 0 ? first : kCount, DType::f32,
+                    ReduceOp::sum)
         .wait();
   });
 }
@@ -177,17 +181,24 @@ int main(int argc, char** argv) {
   try {
     auto comm = seam::comm::Communicator::create_world();
     // It leaves the communicator unusable: alone in its run; each rank reports for itself.
-    if (mode == "--stranding-count") return stranding_count_mismatch_refused(*comm) ? 0 : 1;
+    if (mode == "--stranding-count" || mode == "--stranding-zero")
+      return stranding_count_mismatch_refused(*comm, mode == "--stranding-zero") ? 0 : 1;
     // The shared-memory schedules compare full call signatures; with SEAM_ALGO (or UCX) the
     // calls go through messages, whose tags carry them.
     const bool shm_schedules = comm->transport_name() == "shm" && std::getenv("SEAM_ALGO") == nullptr;
     // Over hosts each rank reports for itself: the mismatch leaves the communicator unusable.
     if (comm->transport_name() == "shm+ucx" && std::getenv("SEAM_ALGO") == nullptr)
-      return (dtype_over_hosts ? dtype_over_hosts_refused(*comm) : mismatch_over_hosts_refused(*comm)) ? 0 : 1;
+      return (dtype_over_hosts ? dtype_over_hosts_refused(*comm)
+                               : mismatch_over_hosts_refused(*comm, mode == "--zero-over-hosts" ? 0 : 120))
+                 ? 0
+                 : 1;
     int ok = 1;
     if (comm->size() > 1) {
       ok &= mismatch_detected(*comm, 100, 120, DType::f32, DType::f32, ReduceOp::sum, ReduceOp::sum,
                               "count 100 vs 120");
+      // A rank that passes nothing still exchanges (an empty message, a slot round) and fails.
+      ok &= mismatch_detected(*comm, 0, 120, DType::f32, DType::f32, ReduceOp::sum, ReduceOp::sum,
+                              "count 0 vs 120");
       // Through messages only the ranks whose own blocks disagree with a peer's find out (with
       // more ranks, one whose blocks all agree completes with the right data): every rank does
       // at two ranks.
