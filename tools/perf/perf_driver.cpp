@@ -149,8 +149,9 @@ class Driver {
     if (rank_ == 0) print_header();
     double wrong = 0;
     const size_t es = dtype_size(a_.dtype);
+    // A row of 0 bytes (-b 0: what a call of nothing costs) is followed by one element.
     for (double size = static_cast<double>(a_.min_bytes); size <= static_cast<double>(a_.max_bytes);
-         size *= a_.factor) {
+         size = size > 0 ? size * a_.factor : static_cast<double>(es)) {
       Shape s = c_.shape(static_cast<size_t>(size) / es, n_, rank_);
       // Blocked collectives count all blocks; all-reduce and broadcast their one buffer.
       size_t count = s.offsets.empty() ? s.recv_count : s.offsets.back();
