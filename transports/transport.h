@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,8 +79,17 @@ class Transport {
   virtual RequestPtr irecv(int peer, uint64_t tag, void* data, size_t bytes) = 0;
   /// Advances communication; true when anything completed or arrived.
   virtual bool progress() = 0;
-  /// Sleeps until something may have arrived for this rank, or `max` passed. Never busy-waits.
+  /// Sleeps until something may have arrived for this rank, a peer woke it (wake_if_sleeping),
+  /// or `max` passed. Never busy-waits. Clears the mark_asleep mark.
   virtual void wait_for_activity(std::chrono::microseconds max) = 0;
+  /// Marks this rank asleep (true) before the driver's last look at what it waits for, or awake
+  /// again (false) when that look found something: a peer that stores to shared memory this
+  /// rank watches and then finds the mark wakes it, so the store is seen by the look or ends
+  /// the sleep. Transports without shared memory do nothing.
+  virtual void mark_asleep(bool /*asleep*/) {}
+  /// Wakes those of `world_ranks` (ranks on this host) marked asleep, after the caller's stores
+  /// to shared memory they watch (a fence orders them before the check).
+  virtual void wake_if_sleeping(std::span<const int> /*world_ranks*/) {}
   /// Whether peer is reachable (and, for local peers, its process alive). A dead peer fails
   /// every pending request that involves it.
   virtual bool peer_alive(int peer) = 0;

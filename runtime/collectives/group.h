@@ -4,9 +4,9 @@
 // one call).
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "runtime/collectives/host_layout.h"
@@ -33,10 +33,9 @@ class Group {
   /// The communicator's id, the same on every member: state kept across calls (shared-memory
   /// regions) is kept per communicator, so two with the same members never share it.
   virtual uint64_t communicator_id() const { return 0; }
-  /// How long this rank now busy-polls in a wait before it sleeps (the driver's adaptive spin):
-  /// the shared-memory schedules wake, with a message, only the peers that may sleep by now.
-  /// Zero: it may sleep at once.
-  virtual std::chrono::microseconds spin() const { return {}; }
+  /// Wakes those of `world_ranks` (ranks on this host) whose driver sleeps, after this rank
+  /// stored to shared memory they watch (the shared-memory schedules' round flags).
+  virtual void wake_if_sleeping(std::span<const int> /*world_ranks*/) {}
   /// Where the group's ranks run when they span hosts (null when they share one).
   virtual const HostLayout* hosts() const { return nullptr; }
 };

@@ -10,12 +10,6 @@ namespace {
 
 // Where signature_of packs the variant (three bits); the count lies below.
 constexpr int kVariantShift = 51;
-// A control step (from 1024): the ring carries no call signature (see Group::isend).
-constexpr uint32_t kDoorbellStep = 0x7F1;
-// A ring's byte means nothing; it is sent from and received into static storage, so a ring
-// still in flight when an operation fails never touches a destroyed frame.
-const char kRingToken = 0;
-char ring_sink = 0;
 
 // ShmVariant + 1 of the last call (0: none yet); read by another thread at most, for display.
 std::atomic<uint8_t> last_schedule{0};
@@ -70,56 +64,31 @@ kernels::Store store_for(size_t bytes, int ranks, bool destination_cached) {
   return !destination_cached && overflows ? kernels::Store::streaming : kernels::Store::cached;
 }
 
-void Doorbells::ring(uint64_t wake) {
-  if (wake == 0) return;
-  // Beyond 64 ranks the mask cannot name them: the region then asks the last rank to wake
-  // everyone else (ShmRegion::arrive / woken).
-  const bool everyone = g_.size() > 64;
-  for (int p = 0; p < g_.size(); ++p)
-    if (p != g_.rank() && (everyone || (wake >> p & 1)))
-      sends_.push_back(g_.isend(p, kDoorbellStep, &kRingToken, 1));
-}
-
-void Doorbells::expect(const ShmRegion& region, uint64_t round, bool results) {
-  if (region.woken(g_.rank(), round, results))
-    receives_.push_back(post_receive(g_, region.last_to_publish(round, results), kDoorbellStep,
-                                     &ring_sink, 1));
-}
-
-DoorbellsAwaiter Doorbells::drain() {
-  DoorbellsAwaiter a;
-  a.receives = received("shared-memory doorbell", std::move(receives_));
-  a.sends = comm::all_of(std::move(sends_));
-  return a;
+void BufferExchange::wake_if_last(bool results) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // orders the flag before the peers' looks
+  const PublishedAwaiter all = results ? peers_done() : peers_ready();
+  if (all.blocking_peer() == -1) g_.wake_if_sleeping(region_.members());
 }
 
 void BufferExchange::announce(uint64_t first_word, uint64_t second_word) {
-  doorbells_.ring(region_.publish_words(g_.rank(), round_, signature_, first_word, second_word,
-                                        doorbells_.wake_all()));
+  region_.publish_words(g_.rank(), round_, signature_, first_word, second_word);
+  wake_if_last(false);
 }
 
-RoundAwaiter BufferExchange::peers_ready() {
-  RoundAwaiter a;
-  static_cast<PublishedAwaiter&>(a) = peers_published(g_, region_, round_, signature_, collective_);
-  a.doorbells = &doorbells_;
-  return a;
+PublishedAwaiter BufferExchange::peers_ready() {
+  return peers_published(g_, region_, round_, signature_, collective_);
 }
 
 void BufferExchange::announce_done() {
-  doorbells_.ring(region_.publish_result(g_.rank(), round_, doorbells_.wake_all()));
+  region_.publish_result(g_.rank(), round_);
+  wake_if_last(true);
 }
 
-RoundAwaiter BufferExchange::peers_done() {
-  RoundAwaiter a;
-  static_cast<PublishedAwaiter&>(a) = peers_published_results(g_, region_, round_);
-  a.doorbells = &doorbells_;
-  return a;
-}
+PublishedAwaiter BufferExchange::peers_done() { return peers_published_results(g_, region_, round_); }
 
 comm::Task BufferExchange::finish() {
   announce_done();
   co_await peers_done();
-  co_await settle();
 }
 
 }  // namespace seam::collectives

@@ -59,12 +59,12 @@ ShmRegion::Key key_of(const Group& g) {
   return key;
 }
 
-// The arrival counts, the tuner's decisions, the tuner's start times (two per rank), then per
-// rank: flags, two input slots and two result slots.
+// The tuner's decisions, the tuner's start times (two per rank), then per rank: flags, two
+// input slots and two result slots.
 static_assert(ScheduleTuner::kTableBytes <= kFlagsBytes);
 
 size_t header_blocks(int ranks) {
-  return 2 + (16 * static_cast<size_t>(ranks) + kFlagsBytes - 1) / kFlagsBytes;
+  return 1 + (16 * static_cast<size_t>(ranks) + kFlagsBytes - 1) / kFlagsBytes;
 }
 
 size_t region_bytes(int ranks, size_t slot_bytes) {
@@ -162,12 +162,8 @@ void ShmRegion::attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_
   static_assert(sizeof(std::atomic<uint8_t>) == 1 && std::atomic<uint8_t>::is_always_lock_free);
   static_assert(std::atomic<int64_t>::is_always_lock_free);
   char* base = static_cast<char*>(segment_->data());
-  tuner_.attach(reinterpret_cast<std::atomic<uint8_t>*>(base + kFlagsBytes),
-                reinterpret_cast<std::atomic<int64_t>*>(base + 2 * kFlagsBytes), ranks_, rank);
-}
-
-ShmRegion::Arrivals* ShmRegion::arrivals() const {
-  return static_cast<Arrivals*>(segment_->data());
+  tuner_.attach(reinterpret_cast<std::atomic<uint8_t>*>(base),
+                reinterpret_cast<std::atomic<int64_t>*>(base + kFlagsBytes), ranks_, rank);
 }
 
 ShmRegion::Flags* ShmRegion::flags(int rank) const {
@@ -183,55 +179,20 @@ char* ShmRegion::slot(int rank, uint64_t round) const {
 
 char* ShmRegion::result(int rank, uint64_t round) const { return slot(rank, round) + 2 * slot_bytes_; }
 
-uint64_t ShmRegion::arrive(int phase, int rank, uint64_t round, bool wake_all) {
-  const int64_t now = steady_ns();
-  flags(rank)->waiting_since.store(now, std::memory_order_relaxed);
-  uint64_t before = arrivals()->count[phase].fetch_add(1, std::memory_order_acq_rel);
-  if ((before + 1) % static_cast<uint64_t>(ranks_) != 0) return 0;
-  // Last: wake the ranks that may have stopped spinning. A rank spins its budget (note_spin)
-  // after its wait began (which is after it published); half of that leaves a safe margin.
-  // Beyond 64 ranks the mask cannot say who, so everyone is woken.
-  uint64_t wake = 0;
-  for (int p = 0; p < ranks_ && p < 64; ++p) {
-    if (p == rank) continue;
-    const bool may_sleep =
-        wake_all || now - flags(p)->waiting_since.load(std::memory_order_relaxed) >
-                        flags(p)->asleep_after_ns.load(std::memory_order_relaxed);
-    if (may_sleep) wake |= uint64_t{1} << p;
-  }
-  if (ranks_ > 64) wake = ~uint64_t{0};
-  arrivals()->last[phase][round % 2].store(rank, std::memory_order_relaxed);
-  arrivals()->woken[phase][round % 2].store(wake, std::memory_order_relaxed);
-  return wake;
-}
-
-bool ShmRegion::woken(int rank, uint64_t round, bool results) const {
-  if (ranks_ > 64) return rank != last_to_publish(round, results);
-  return arrivals()->woken[results ? 1 : 0][round % 2].load(std::memory_order_relaxed) >> rank & 1;
-}
-
-int ShmRegion::last_to_publish(uint64_t round, bool results) const {
-  return arrivals()->last[results ? 1 : 0][round % 2].load(std::memory_order_relaxed);
-}
-
-uint64_t ShmRegion::publish_words(int rank, uint64_t round, CallSignature signature,
-                                 uint64_t first, uint64_t second, bool wake_all) {
-  uint64_t wake = arrive(0, rank, round, wake_all);
+void ShmRegion::publish_words(int rank, uint64_t round, CallSignature signature, uint64_t first,
+                              uint64_t second) {
   flags(rank)->signature[round % 2].store(signature.word, std::memory_order_relaxed);
   flags(rank)->words[round % 2][0].store(first, std::memory_order_relaxed);
   flags(rank)->words[round % 2][1].store(second, std::memory_order_relaxed);
   flags(rank)->round.store(round, std::memory_order_release);
-  return wake;
 }
 
 bool ShmRegion::published(int rank, uint64_t round) const {
   return flags(rank)->round.load(std::memory_order_acquire) >= round;
 }
 
-uint64_t ShmRegion::publish_result(int rank, uint64_t round, bool wake_all) {
-  uint64_t wake = arrive(1, rank, round, wake_all);
+void ShmRegion::publish_result(int rank, uint64_t round) {
   flags(rank)->result_round.store(round, std::memory_order_release);
-  return wake;
 }
 
 bool ShmRegion::result_published(int rank, uint64_t round) const {

@@ -12,10 +12,10 @@
 #include <sys/types.h>
 
 #include <atomic>
-#include <chrono>
 #include <utility>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "runtime/collectives/group.h"
@@ -55,12 +55,9 @@ class ShmRegion {
   /// balanced reduce-scatter) leave what the rank folded for its peers.
   char* result(int rank, uint64_t round) const;
   /// Publishes that this rank's slot for `round` is filled, with its call's signature and two
-  /// words of the schedule's choosing (addresses or shared-memory handles). Returns the ranks
-  /// to wake (a bit per rank), decided by the last rank to publish: every other one when
-  /// `wake_all`, else those that have waited long enough to be asleep by now. Zero on the
-  /// other ranks.
-  uint64_t publish_words(int rank, uint64_t round, CallSignature signature, uint64_t first,
-                         uint64_t second, bool wake_all);
+  /// words of the schedule's choosing (addresses or shared-memory handles).
+  void publish_words(int rank, uint64_t round, CallSignature signature, uint64_t first,
+                     uint64_t second);
   /// The buffer address rank r published with `round`.
   const void* buffer_of(int rank, uint64_t round) const {
     return reinterpret_cast<const void*>(word_of(rank, round, 0));
@@ -93,20 +90,13 @@ class ShmRegion {
   }
   /// Copies `bytes` at `remote` in rank r's process to `local`. Throws CommError on failure.
   void read_from(int rank, const void* remote, void* local, size_t bytes) const;
-  /// Records how long rank r now spins before it sleeps (Group::spin), before it publishes:
-  /// the last rank to publish wakes it only if it waited longer than half that.
-  void note_spin(int rank, std::chrono::microseconds spin) {
-    flags(rank)->asleep_after_ns.store(spin.count() * 1000 / 2, std::memory_order_relaxed);
-  }
   /// Whether rank r has published `round` (or a later one).
   bool published(int rank, uint64_t round) const;
-  /// Publishes that this rank's result slot for `round` is filled; returns whom to wake, as above.
-  uint64_t publish_result(int rank, uint64_t round, bool wake_all);
+  /// Publishes that this rank's result slot for `round` is filled.
+  void publish_result(int rank, uint64_t round);
   bool result_published(int rank, uint64_t round) const;
-  /// The rank that published `round` last (inputs or results), once every rank has, and
-  /// whether it woke rank r.
-  int last_to_publish(uint64_t round, bool results) const;
-  bool woken(int rank, uint64_t round, bool results) const;
+  /// The world ranks of the region's group (whom a publication may have to wake).
+  std::span<const int> members() const { return key_.second; }
   /// The signature rank r published with `round` (valid while this rank is in that round: a
   /// peer is at most one round ahead, so the other parity's entry is the one it overwrites).
   CallSignature signature_of(int rank, uint64_t round) const;
@@ -121,26 +111,14 @@ class ShmRegion {
   bool busy = false;
 
  private:
-  // Arrival counts per phase (inputs, results): a rank's arrival is counted before its flag is
-  // set, and a rank reaches round t + 1 only after every flag of round t, so the n arrivals
-  // of a round are consecutive and the one that completes a multiple of n is the last.
-  struct alignas(64) Arrivals {
-    std::atomic<uint64_t> count[2];
-    std::atomic<int32_t> last[2][2];    // [phase][round parity]
-    std::atomic<uint64_t> woken[2][2];  // [phase][round parity]: ranks the last one rang
-  };
-  uint64_t arrive(int phase, int rank, uint64_t round, bool wake_all);
-  Arrivals* arrivals() const;
   struct alignas(64) Flags {
     std::atomic<uint64_t> round;  // last round whose slot is filled
     std::atomic<uint64_t> signature[2];  // per round parity
     std::atomic<uint64_t> result_round;  // last round whose result slot is filled
     std::atomic<uint64_t> words[2][2];   // per round parity: a schedule's two buffer words
     std::atomic<int64_t> pid;
-    std::atomic<int64_t> waiting_since;  // steady-clock ns of the rank's last publication
     std::atomic<uint64_t> probe;  // address of a known word in the process
     std::atomic<uint64_t> host_token;  // shm::process_token()
-    std::atomic<int64_t> asleep_after_ns;  // half the rank's spin when it last announced
   };
   Flags* flags(int rank) const;
   Key key_;

@@ -219,7 +219,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
       g, *region,
       signature_of(Collective::all_reduce, dtype, op, count,
                    in_shares ? ShmVariant::slots : ShmVariant::slots_whole),
-      "all_reduce", rounds, rounds > 1);
+      "all_reduce", rounds);
   const kernels::Store store = store_for(count * es, n, send == recv);
   std::vector<const void*> sources(n);
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
@@ -249,7 +249,6 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     for (int p : peers_from(me, n, true))
       kernels::copy(recv + (begin + at[p]) * es, region->result(p, round), shares[p] * es, store);
   }
-  co_await exchange.settle();
   region.finish(choice);
 }
 
@@ -321,7 +320,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   BufferExchange exchange(g, *region,
                           signature_of(Collective::reduce_scatterv, dtype, op, counts,
                                        balanced ? ShmVariant::slots_balanced : ShmVariant::slots),
-                          collective, rounds, rounds > 1);
+                          collective, rounds);
   const kernels::Store store = store_for(total * es, n, out == send + off[me] * es);
   std::vector<const void*> sources(n);
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
@@ -372,7 +371,6 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
                       (last - first) * es, store);
     }
   }
-  co_await exchange.settle();
   region.finish(choice);
 }
 
@@ -439,7 +437,7 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
   const size_t largest = *std::max_element(counts.begin(), counts.end());
   const uint64_t rounds = rounds_for(largest, region->slot_bytes() / es);
   const Pieces pieces = cut(counts, rounds);
-  BufferExchange exchange(g, *region, signature, collective, rounds, rounds > 1);
+  BufferExchange exchange(g, *region, signature, collective, rounds);
   const kernels::Store store = store_for(off.back() * es, n, false);
   char* own = recv + off[me] * es;
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
@@ -454,7 +452,6 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
       kernels::copy(recv + (off[p] + k * pieces.piece[p]) * es, region->slot(p, round),
                     pieces.length(counts[p], p, k) * es, store);
   }
-  co_await exchange.settle();
   region.finish(choice);
 }
 

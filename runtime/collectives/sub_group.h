@@ -27,7 +27,9 @@ class SubGroup final : public Group {
   }
   std::string_view transport_name() const override { return transport_; }
   uint64_t communicator_id() const override { return parent_.communicator_id(); }
-  std::chrono::microseconds spin() const override { return parent_.spin(); }
+  void wake_if_sleeping(std::span<const int> world_ranks) override {
+    parent_.wake_if_sleeping(world_ranks);
+  }
 
  private:
   Group& parent_;

@@ -64,7 +64,7 @@ constexpr DType dtype_of(uint32_t signature) { return static_cast<DType>(signatu
 constexpr ReduceOp op_of(uint32_t signature) { return static_cast<ReduceOp>(signature & 0x3); }
 /// Whether a tag is a collective's (not a point-to-point or internal message).
 constexpr bool is_collective(uint64_t tag) { return (tag >> 32 & 3) == collective; }
-/// Steps from this one are a schedule's control messages (shared-memory set-up, doorbells):
+/// Steps from this one are a schedule's control messages (shared-memory set-up):
 /// they carry no call signature, so ranks that disagree on the call still reach the point where
 /// the schedule compares signatures and reports the mismatch.
 constexpr uint32_t kControlStep = 1u << (kStepBits - 1);
@@ -107,8 +107,6 @@ class Engine {
   void poll();
   /// Throws CommError when an earlier failure aborted the engine.
   void check_usable() const;
-  /// How long a wait busy-polls now before it sleeps (SpinBudget).
-  std::chrono::microseconds spin() const { return spin_.current(); }
   /// Throws UsageError when communicator `ctx`'s collective `next_seq` would share its 12-bit
   /// sequence number with one still outstanding (their messages could not be told apart).
   void check_sequence_room(uint32_t ctx, uint32_t next_seq) const;
@@ -153,7 +151,7 @@ class OpGroup final : public collectives::Group {
   OpGroup(Engine& engine, std::shared_ptr<const std::vector<int>> members, int rank,
           uint64_t tag_base, uint32_t ctx, std::string_view transport,
           std::shared_ptr<const collectives::HostLayout> hosts)
-      : engine_(&engine), t_(engine.transport()), members_(std::move(members)), rank_(rank),
+      : t_(engine.transport()), members_(std::move(members)), rank_(rank),
         tag_base_(tag_base), name_(transport), ctx_(ctx), hosts_(std::move(hosts)) {}
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(members_->size()); }
@@ -164,7 +162,7 @@ class OpGroup final : public collectives::Group {
   std::string_view transport_name() const override { return name_; }
   uint64_t communicator_id() const override { return ctx_; }
   const collectives::HostLayout* hosts() const override { return hosts_.get(); }
-  std::chrono::microseconds spin() const override { return engine_->spin(); }
+  void wake_if_sleeping(std::span<const int> world_ranks) override { t_.wake_if_sleeping(world_ranks); }
   /// The tag of the operation's messages before the step (for collectives: with the signature).
   uint64_t tag_base() const { return tag_base_; }
   /// The transport tag of a step: control steps go without the call signature.
@@ -173,7 +171,6 @@ class OpGroup final : public collectives::Group {
   }
 
  private:
-  const Engine* engine_;
   transport::Transport& t_;
   std::shared_ptr<const std::vector<int>> members_;
   int rank_;

@@ -36,7 +36,10 @@ bool CompositeTransport::progress() {
 }
 
 void CompositeTransport::wait_for_activity(std::chrono::microseconds max) {
-  if (!remote_->arm()) return;  // UCX has events: progress them instead of sleeping
+  if (!remote_->arm()) {  // UCX has events: progress them instead of sleeping
+    shm_->mark_asleep(false);
+    return;
+  }
   {
     std::lock_guard lk(mu_);
     watching_ = true;

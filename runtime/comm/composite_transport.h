@@ -31,6 +31,10 @@ class CompositeTransport final : public transport::Transport {
   }
   bool progress() override;
   void wait_for_activity(std::chrono::microseconds max) override;
+  void mark_asleep(bool asleep) override { shm_->mark_asleep(asleep); }
+  void wake_if_sleeping(std::span<const int> world_ranks) override {
+    shm_->wake_if_sleeping(world_ranks);
+  }
   bool peer_alive(int peer) override { return route(peer).peer_alive(peer); }
   std::optional<uint64_t> unmatched_tag(int peer, uint64_t tag, uint64_t mask) override {
     return route(peer).unmatched_tag(peer, tag, mask);

@@ -234,9 +234,7 @@ void Engine::drive(WorkState& w) {
     if (w.status != WorkState::Status::pending) break;
     auto now = Clock::now();
     // The spin window restarts whenever the transport moved or a task advanced (it may have
-    // copied or reduced a large block and then published a flag): shared-memory schedules only
-    // ring peers that waited longer than half a spin since they published, so a rank must not
-    // go to sleep sooner than that.
+    // copied or reduced a large block and then published a flag the peers wait on).
     if (moved || comm::Task::resumptions_on_this_thread() != resumed_before) {
       relax_end = now + relax;
       spin_end = now + spin;
@@ -249,6 +247,19 @@ void Engine::drive(WorkState& w) {
         cpu_relax();
       else
         sched_yield();
+      continue;
+    }
+    // Marked asleep, one last look: a peer that publishes a shared-memory flag this rank waits
+    // on either is seen here or sees the mark and wakes it (wake_if_sleeping).
+    transport_->mark_asleep(true);
+    const uint64_t resumed_before_look = comm::Task::resumptions_on_this_thread();
+    const bool arrived = transport_->progress();
+    step_all();
+    if (w.status != WorkState::Status::pending || arrived ||
+        comm::Task::resumptions_on_this_thread() != resumed_before_look) {
+      transport_->mark_asleep(false);
+      relax_end = now + relax;
+      spin_end = now + spin;
       continue;
     }
     if (!slept_since) slept_since = now;

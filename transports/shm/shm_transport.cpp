@@ -534,7 +534,7 @@ class ShmTransportImpl final : public ShmTransport {
   void wait_for_activity(std::chrono::microseconds max) override {
     check_peers();
     check_abort();
-    if (has_activity()) return;
+    // Marked already when the driver took its last look (mark_asleep); cleared below either way.
     my_area_->sleeping.store(1, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (!has_activity()) {
@@ -584,6 +584,21 @@ class ShmTransportImpl final : public ShmTransport {
       for (auto& q : p.out.awaiting_ack) q->fail(why);
       p.out.awaiting_ack.clear();
       p.out.busy_ack_slots = 0;
+    }
+  }
+
+  void mark_asleep(bool asleep) override {
+    my_area_->sleeping.store(asleep ? 1 : 0, std::memory_order_seq_cst);
+  }
+
+  void wake_if_sleeping(std::span<const int> world_ranks) override {
+    // Pairs with mark_asleep's store: either the sleeper's look sees our stores, or we see its
+    // mark and ring.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (int r : world_ranks) {
+      if (r == rank_ || !is_local(r)) continue;
+      RankArea& a = *peer(r).area;
+      if (a.sleeping.load(std::memory_order_relaxed)) ring_doorbell(a);
     }
   }
 
