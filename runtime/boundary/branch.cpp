@@ -13,6 +13,15 @@ using residual::ForwardBatch;
 using residual::LayerOutput;
 using rows::GroupKind;
 
+namespace {
+// Branches move rows between the declared rows of ordinary batches only (§3.5).
+const BoundPath& branch_path(const StagePlan& plan, const BatchFacts& facts) {
+  if (facts.variant() != BatchVariant::ORDINARY)
+    throw NotSupportedError("branch transport requires ordinary batch rows");
+  return plan.path(BatchVariant::ORDINARY);
+}
+}  // namespace
+
 Tensor StageRunner::move_rows(const Tensor& value, Layout from, Layout to, const BatchFacts& facts, rows::Scratch& out) {
   if (from == to) return value;
   const RowMove checked = RowMove::checked(from, to);  // no CP, never both gather and cut
@@ -62,11 +71,14 @@ residual::StageInput StageRunner::prepare(const LayerOutput& h, ForwardBatch& ba
   }
   const residual::StageInput input = prepare(completed, batch, options.read);
   const Tensor residual = stream.residual();
+  // Unmoved, the residual is owned only when the following FFN's input path certifies it leaves
+  // this storage untouched.
+  const bool certified = path.capture_preserves_residual && path.capture_preserves_residual(batch.facts);
   if (after_read) {
-    // Back to the producer's rows; owned only when that move gathers into fresh storage.
+    // Back to the producer's rows; a move owns its result only when it gathers into fresh storage.
     const Tensor moved = move_rows(residual, *path.incoming.residual_to, path.incoming.produced.layout, batch.facts,
                                    captured_);
-    after_read(moved, path.entry.capture_moves && path.entry.capture_move_allocates);
+    after_read(moved, path.entry.capture_moves ? path.entry.capture_move_allocates : certified);
   }
   if (options.captured_last_layer_outputs) {
     if (path.entry.input_move == InputMove::ATTN_TP_GATHER) {
@@ -74,14 +86,14 @@ residual::StageInput StageRunner::prepare(const LayerOutput& h, ForwardBatch& ba
       rows::attn_tp_gather(groups_, residual, full).wait();
       options.captured_last_layer_outputs(full, true);
     } else {
-      options.captured_last_layer_outputs(residual, false);
+      options.captured_last_layer_outputs(residual, path.entry.input_move == InputMove::NONE && certified);
     }
   }
   return input;
 }
 
 Tensor StageRunner::branch_input(const Tensor& source_input, ForwardBatch& batch) {
-  const BoundPath& path = stage_.plan().path(batch.facts.variant());
+  const BoundPath& path = branch_path(stage_.plan(), batch.facts);
   if (!path.branch) throw UsageError("branch_input needs a prepared branch stage (make_stages prepared_from)");
   residual::ResidualStream& stream = residual::current(batch);
   if (stream.state() != residual::ResidualStream::State::written)
@@ -94,15 +106,15 @@ Tensor StageRunner::branch_input(const Tensor& source_input, ForwardBatch& batch
 }
 
 Tensor StageRunner::branch_output(const Tensor& output, ForwardBatch& batch) {
-  const BoundPath& path = stage_.plan().path(batch.facts.variant());
+  const BoundPath& path = branch_path(stage_.plan(), batch.facts);
   const ScratchClaim claim(*this, batch);
   return move_rows(output, path.stage.output.layout, path.stage.handed_on, batch.facts, branch_);
 }
 
 LayerOutput StageRunner::merge_branch(const Tensor& contribution, const LayerOutput& h, const StageRunner& source,
                                       ForwardBatch& batch) {
-  const BoundPath& here = stage_.plan().path(batch.facts.variant());
-  const BoundPath& there = source.stage_.plan().path(batch.facts.variant());
+  const BoundPath& here = branch_path(stage_.plan(), batch.facts);
+  const BoundPath& there = branch_path(source.stage_.plan(), batch.facts);
   const ScratchClaim claim(*this, batch);
   auto output_move = [&](const Tensor& v) { return move_rows(v, there.stage.handed_on, here.stage.handed_on, batch.facts, branch_); };
   auto residual_move = [&](const Tensor& v) {

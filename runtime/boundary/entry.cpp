@@ -14,6 +14,11 @@ constexpr Layout kTp = Layout::of({TokenAxis::ATTN_TP_SCATTER});
                           " need=" + e.need->layout.to_string());
 }
 
+// An owed sum (or a CP gather) the consumer cannot complete: the residual's rows play no part (§2.7).
+[[noreturn]] void unsupported_sum(const EdgeDecl& e) {
+  throw NotSupportedError("produced=" + describe(e.produced) + " need=" + e.need->layout.to_string());
+}
+
 bool owes_one_of(std::optional<SumGroup> owes, std::initializer_list<SumGroup> allowed) {
   if (!owes) return true;
   for (SumGroup g : allowed)
@@ -88,7 +93,7 @@ EntryStep select_entry_step(const EdgeDecl& e, bool plain, bool enters_stack, co
   }
   // D: gather over CP after selecting the step on this rank's own chunk.
   if (gathered == kCp) {
-    if (!cp.exist) unsupported(e);
+    if (!cp.exist) unsupported_sum(e);
     if (!plain && !cp.over_attn_cp) throw NotSupportedError("MHC with a gather over attention CP");
     EdgeDecl own_chunk = e;
     own_chunk.need->layout = p.layout;
@@ -120,12 +125,12 @@ EntryStep select_entry_step(const EdgeDecl& e, bool plain, bool enters_stack, co
     }
     // A TP sum completes only on rows every TP rank holds.
     if (!(owes == SumGroup::ATTN_TP || owes == SumGroup::ATTN_CP || (owes == SumGroup::TP && p.layout.empty())))
-      unsupported(e);
+      unsupported_sum(e);
     s.all_reduce = owes;
     s.tries_fusions = plain && norms_plainly;
     return s;
   }
-  if (!owes_one_of(owes, {SumGroup::ATTN_TP, SumGroup::ATTN_CP})) unsupported(e);
+  if (!owes_one_of(owes, {SumGroup::ATTN_TP, SumGroup::ATTN_CP})) unsupported_sum(e);
   s.places_cp_shards = gathered.has(TokenAxis::ATTN_CP);
   if (s.places_cp_shards && !plain && !cp.over_attn_cp) throw NotSupportedError("MHC with a gather over attention CP");
   if (owes == SumGroup::ATTN_TP && !need.read.before_gather && plain && norms_plainly) {

@@ -22,7 +22,9 @@ struct CpMoves {
 };
 
 /// Selects the consumer step for `edge` (need and residual_to must be set) when the arriving
-/// update is (not) a plain add. NotSupportedError for unsupported transitions.
+/// update is (not) a plain add. NotSupportedError for unsupported transitions: "produced=...
+/// residual=... need=...", or "produced=... need=..." when the owed sum cannot complete on the
+/// needed rows (or a CP gather has no CP moves).
 EntryStep select_entry_step(const EdgeDecl& edge, bool adds_plainly, bool enters_stack, const CpMoves& cp);
 
 /// The steps bound for one arriving update capability.

@@ -10,11 +10,6 @@ void check_options(const StageSpec& spec) {
     throw TypeError("unsupported FFN options: ['qkv_latent_func']");
 }
 
-StageBoundary build(const PlanContext& ctx, const StageSpec& spec, const StageDeclaration& decl,
-                    const std::optional<StageDeclaration>& following) {
-  return StageBoundary(std::make_shared<const StagePlan>(ctx, decl, following, spec.norm, spec.options));
-}
-
 StageBoundary make_single_stage(const PlanContext& ctx, StageSpec stage, const std::optional<StageDeclaration>& following) {
   check_options(stage);
   if (stage.declaration.source == StageDeclaration::Source::UNSET)
@@ -22,7 +17,7 @@ StageBoundary make_single_stage(const PlanContext& ctx, StageSpec stage, const s
                      "with_prepared_from)");
   if (following && !(following->previous() && *following->previous() == stage.declaration))
     throw ValueError("the following declaration must consume this stage's output");
-  return build(ctx, stage, stage.declaration, following);
+  return StageBoundary(std::make_shared<const StagePlan>(ctx, stage.declaration, following, stage.norm, stage.options));
 }
 }  // namespace
 
@@ -49,13 +44,19 @@ std::vector<StageBoundary> make_stages(const PlanContext& ctx, std::vector<Stage
     if (i + 1 == stages.size() && n.terminal) connected = connected.as_terminal();
     decls.push_back(std::move(connected));
   }
-  std::vector<StageBoundary> out;
-  out.reserve(stages.size());
+  std::vector<std::shared_ptr<StagePlan>> plans;
+  plans.reserve(stages.size());
   for (size_t i = 0; i < stages.size(); ++i) {
     // The next stage is described by its bare declaration plus its source (this stage).
     const std::optional<StageDeclaration> following = i + 1 < stages.size() ? std::optional(decls[i + 1]) : n.following;
-    out.push_back(build(ctx, stages[i], decls[i], following));
+    plans.push_back(std::make_shared<StagePlan>(ctx, decls[i], following, stages[i].norm, stages[i].options));
   }
+  // A local consumer's input path may certify it leaves the residual untouched (§4.4): its
+  // producer's capture needs no copy then. A neighbour outside the sequence certifies nothing.
+  for (size_t i = 0; i + 1 < plans.size(); ++i) plans[i]->adopt_capture_certificate(*plans[i + 1]);
+  std::vector<StageBoundary> out;
+  out.reserve(plans.size());
+  for (std::shared_ptr<StagePlan>& plan : plans) out.emplace_back(std::move(plan));
   return out;
 }
 

@@ -134,14 +134,19 @@ LayerOutput StageRunner::postprocess(const Tensor& output, ForwardBatch& batch) 
 }
 
 LayerOutput StageRunner::from_pp(const rows::PipelineTensors& tensors, ForwardBatch& batch,
-                                 const residual::StageUpdate& arriving_update) {
+                                 const residual::StageUpdate& arriving_update, bool allow_missing_residual) {
   const BoundPath& path = stage_.plan().path(batch.facts.variant());
+  // A stream the producer left written travels as its hidden states alone; a pending one needs its
+  // residual.
+  if (!path.arrives_written && !tensors.has_residual && !allow_missing_residual)
+    throw ValueError("from_pp: the received tensors carry no residual, but the previous stage leaves its stream "
+                     "pending (allow_missing_residual reads the hidden states as a written stream)");
+  const Tensor* residual = !path.arrives_written && tensors.has_residual ? &tensors.residual : nullptr;
   // Only a partial the sender kept raw still owes the entry's sum; a completed one is summed once.
   const bool owes_sum = tensors.declared_partial && path.entry.input_sum;
   const std::optional<residual::DeclaredSum> sum =
       owes_sum ? std::optional(declared(*path.entry.input_sum)) : std::nullopt;
-  return residual::arrive(batch, tensors.hidden_states, tensors.has_residual ? &tensors.residual : nullptr,
-                          arriving_update, sum ? &*sum : nullptr);
+  return residual::arrive(batch, tensors.hidden_states, residual, arriving_update, sum ? &*sum : nullptr);
 }
 
 StageRunner::Exit::Exit(StageRunner& runner, ForwardBatch& batch) : runner_(runner), batch_(batch) {

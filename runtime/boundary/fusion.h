@@ -38,14 +38,17 @@ struct FusionArgs {
 /// starts a collective, so the next candidate (or the built-in path) stays valid.
 using FusionRun = std::function<std::optional<FusedRead>(const FusionArgs&)>;
 
+/// Whether an input path leaves the residual it was handed untouched for this batch — it returns
+/// fresh residual storage, fallback included (the capture certificate of §4.4). Empty: never.
+using ResidualCertificate = std::function<bool(const BatchFacts&)>;
+
 /// A fused sum + residual add + norm for an FFN input that owes `completes` (e.g. ATTN_TP).
 struct FusedMlpInput {
   std::string name;
   SumGroup completes = SumGroup::ATTN_TP;
   FusionRun run;
-  /// Whether the selected kernel returns fresh residual storage, fallback included (the capture
-  /// certificate of §4.4). Empty: never.
-  std::function<bool(const BatchFacts&)> preserves_residual;
+  /// The kernel's certificate; read only when it is the FFN's first candidate.
+  ResidualCertificate preserves_residual;
 };
 
 /// A fused completion of carried work (an UnreducedOutput or a handoff) at an attention input.

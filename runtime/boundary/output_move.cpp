@@ -10,16 +10,28 @@ constexpr Layout kCp = Layout::of({TokenAxis::ATTN_CP});
 constexpr Layout kTp = Layout::of({TokenAxis::ATTN_TP_SCATTER});
 }  // namespace
 
-OutputMove select_output_move(const Topology& t, BatchVariant v, const ResolvedStage& stage) {
-  const StageOutput& produced = stage.output;
+EdgeDecl exit_edge(const ResolvedStage& stage) {
+  EdgeDecl e;
+  e.produced = stage.output;
+  e.residual = stage.residual;
+  // An FFN exit leaves its output and the residual on the rows it hands on.
+  e.need = StageInput{stage.handed_on, {}, {}};
+  e.residual_to = stage.handed_on;
+  return e;
+}
+
+OutputMove select_output_move(const Topology& t, BatchVariant v, const EdgeDecl& exit) {
+  const StageOutput& produced = exit.produced;
   const UpdateFacts& update = *produced.update;
   if (!update.at_producer && !update.can_defer_across_layers)
     throw NotSupportedError("a deferred update must guarantee its lifetime across layers");
   if (!update.adds_plainly && !update.at_producer && t.pp > 1)
     throw NotSupportedError("pipeline boundaries require a plain add or a producer-written residual");
+  if (!exit.need || !exit.residual_to || exit.need->layout != *exit.residual_to)
+    throw NotSupportedError("edge=" + describe(exit));
   const Layout out = produced.layout;
-  const Layout residual = stage.residual;
-  const Layout to = stage.handed_on;
+  const Layout residual = exit.residual;
+  const Layout to = *exit.residual_to;
   auto unsupported = [&]() -> OutputMove {
     throw NotSupportedError("produced=" + describe(produced) + " residual=" + residual.to_string() +
                             " to=" + to.to_string());
@@ -46,7 +58,7 @@ OutputMove select_output_move(const Topology& t, BatchVariant v, const ResolvedS
   }
   if (returned == (kDp | kCp)) return {OutputMoveKind::DP_CP_TAKE_BACK};
   if (returned == kDp) return {OutputMoveKind::RETURNS_OVER_DP};
-  throw NotSupportedError("produced=" + describe(produced));
+  return unsupported();
 }
 
 }  // namespace seam::boundary

@@ -10,8 +10,15 @@
 
 namespace seam::boundary {
 
-/// The output move of a resolved FFN stage for variant v. NotSupportedError for unsupported
-/// transitions or an update that cannot outlive its producer / cross a pipeline boundary.
-OutputMove select_output_move(const Topology& topology, BatchVariant v, const ResolvedStage& stage);
+/// The producer's half of a resolved FFN stage's outgoing boundary: its output and the residual
+/// while it ran (produced, residual), onto the rows it hands on (need) with the residual there
+/// (residual_to).
+EdgeDecl exit_edge(const ResolvedStage& stage);
+
+/// The output move of an FFN's exit edge (exit_edge()) for variant v. NotSupportedError for an
+/// update that cannot outlive its producer / cross a pipeline boundary, for an edge whose rows
+/// handed on are not the residual's ("edge=..."), and for unsupported transitions ("produced=...
+/// residual=... to=...").
+OutputMove select_output_move(const Topology& topology, BatchVariant v, const EdgeDecl& exit);
 
 }  // namespace seam::boundary

@@ -5,6 +5,19 @@
 
 namespace seam::boundary {
 
+namespace {
+// A pipeline receiver reads the hidden states as the residual when the stream arrives written: the
+// producer's update ran at the producer, or its exit wrote the update as it moved the rows (§2.8).
+bool arrives_written(const PlanContext& ctx, BatchVariant v, const StageDeclaration& consumer) {
+  const StageDeclaration* producer = consumer.previous();
+  if (!producer) return false;
+  if (producer->update.at_producer) return true;
+  if (producer->kind != StageKind::FFN) return false;  // only an FFN exit moves rows
+  const ResolvedStage exiting = resolve_stage(ctx, v, *producer, &consumer, Arrival{});
+  return select_output_move(ctx.topology, v, exit_edge(exiting)).writes_stream();
+}
+}  // namespace
+
 void StagePlan::no_path(BatchVariant v) {
   throw NotSupportedError("no stage boundary path for the active " + std::string(batch_variant_name(v)) + " batch");
 }
@@ -32,11 +45,23 @@ StagePlan::StagePlan(const PlanContext& ctx, StageDeclaration decl, std::optiona
         if (!step.tries_fusions) continue;
         for (auto& candidate : provider->ffn_input(*this))
           if (candidate.completes == step.all_reduce) p->ffn_fusions.push_back(std::move(candidate));
+        // The first candidate runs before anything else touches the residual and certifies its own
+        // fallback; no certificate where the residual is gathered first, the input is CP-gathered,
+        // or a second capability's path (chosen per batch) may run instead.
+        const bool certifies = !p->entry.non_plain && step.all_reduce == SumGroup::ATTN_TP &&
+                               step.residual_move == ResidualMove::NONE && step.input_move == InputMove::NONE;
+        if (certifies && !p->ffn_fusions.empty()) p->preserves_residual = p->ffn_fusions.front().preserves_residual;
       } else if (p->incoming.need->read.norms_plainly && !p->incoming.produced.transform) {
         p->carried_fusions = provider->attention_input(*this);
       }
     }
   }
+}
+
+void StagePlan::adopt_capture_certificate(const StagePlan& next) {
+  if (decl_.kind != StageKind::ATTENTION) return;  // only an attention's prepare captures
+  for (size_t v = 0; v < paths_.size(); ++v)
+    if (paths_[v] && next.paths_[v]) paths_[v]->capture_preserves_residual = next.paths_[v]->preserves_residual;
 }
 
 BoundPath StagePlan::bind(BatchVariant v) const {
@@ -55,10 +80,11 @@ BoundPath StagePlan::bind(BatchVariant v) const {
                            RowMove::checked(arrival.residual, p.stage.residual)};
   } else {
     p.entry = bind_entry(p.incoming, enters_stack(), CpMoves::of(ctx_.topology, v));
+    p.arrives_written = arrives_written(ctx_, v, decl_);
   }
   p.outgoing = make_edge(ctx_, v, &decl_, following);
   if (decl_.kind == StageKind::FFN) {
-    p.output_move = select_output_move(ctx_.topology, v, p.stage);
+    p.output_move = select_output_move(ctx_.topology, v, exit_edge(p.stage));
     p.ffn_exit = FfnExitFacts::of(ctx_.topology, v, decl_, p.stage, p.output_move);
   } else if (decl_.reduction == ProducerReduction::SCOPED) {
     p.mixer_exit = MixerDecision::of(ctx_.topology, v, p.stage.output);

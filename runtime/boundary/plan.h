@@ -39,8 +39,17 @@ struct BoundPath {
   EdgeDecl outgoing;        ///< consumer half empty when the following stage is not described
   BoundEntry entry;                    ///< a sequential stage's input steps
   std::optional<BranchEntry> branch;   ///< a prepared branch's input move (instead of `entry`)
+  /// The producer leaves the stream written (its update runs at the producer, or its exit writes
+  /// the update as it moves the rows on): a pipeline receiver reads the hidden states as the residual.
+  bool arrives_written = false;
   std::vector<FusedMlpInput> ffn_fusions;      ///< provider candidates completing the entry's owed sum
   std::vector<CarriedFusion> carried_fusions;  ///< provider candidates for carried work (attention input)
+  /// FFN: its input path's certificate — set when the first fused candidate completes the declared
+  /// attention-TP sum on the rows the residual already holds (no other code touches it first).
+  ResidualCertificate preserves_residual;
+  /// Attention: the following local FFN's certificate for the same variant (make_stages copies it):
+  /// a capture that needs no move keeps the residual this read wrote, uncopied (§4.4).
+  ResidualCertificate capture_preserves_residual;
   OutputMove output_move;   ///< FFN stages
   FfnExitFacts ffn_exit;    ///< FFN stages
   MixerDecision mixer_exit; ///< SCOPED attention (mixer) stages
@@ -75,6 +84,10 @@ class StagePlan {
     return *p;
   }
   bool has_path(BatchVariant v) const { return paths_[static_cast<size_t>(v)].has_value(); }
+
+  /// Construction only (make_stages, before the plan is shared): an attention takes the capture
+  /// certificate of `next`, the local stage that consumes its output, for every variant both bind.
+  void adopt_capture_certificate(const StagePlan& next);
 
  private:
   [[noreturn]] static void no_path(BatchVariant v);

@@ -24,10 +24,13 @@ namespace seam::boundary {
 /// What an attention prepare may capture besides reading its input (§4.4).
 struct PrepareOptions {
   residual::ReadOptions read{};
-  /// The updated residual this read produces, on the producer's rows (owned only when the move
-  /// back gathers); before the read at the stack's entry or with a post-residual addition.
+  /// The updated residual this read produces, on the producer's rows; before the read at the
+  /// stack's entry or with a post-residual addition. Owned when the move back gathers, or, with no
+  /// move, when the following local FFN's input path certifies it leaves the residual untouched
+  /// (BoundPath::capture_preserves_residual).
   residual::Capture capture_output{};
-  /// The same residual on the attention's compute-input rows (after its input gather).
+  /// The same residual on the attention's compute-input rows (after its input gather): owned after
+  /// the attention-TP gather, or unmoved under the same certificate.
   residual::Capture captured_last_layer_outputs{};
 };
 
@@ -93,6 +96,8 @@ class StageRunner {
   /// A prepared branch's entry: moves the input its source stage already read (`source_input`) and
   /// the residual to this stage's rows and forks a written stream — no second update or norm.
   /// Returns this stage's compute input. UsageError unless the stream holds a prepared input.
+  /// The three branch methods move ordinary batches' rows only: NotSupportedError("branch
+  /// transport requires ordinary batch rows") for any other active variant.
   Tensor branch_input(const Tensor& source_input, residual::ForwardBatch& batch);
   /// Moves a branch stage's complete output to the rows it hands on.
   Tensor branch_output(const Tensor& output, residual::ForwardBatch& batch);
@@ -104,8 +109,12 @@ class StageRunner {
 
   /// Pipeline reception on a partition's first stage: rebuilds the stream from what arrived,
   /// re-declaring the input's sum only when the sender kept it raw (tensors.declared_partial).
+  /// Where the previous stage leaves its stream written (BoundPath::arrives_written) the hidden
+  /// states are the written residual and any residual sent is ignored; otherwise the residual must
+  /// arrive (ValueError) unless `allow_missing_residual`, which reads the hidden states as a
+  /// written stream.
   residual::LayerOutput from_pp(const rows::PipelineTensors& tensors, residual::ForwardBatch& batch,
-                                const residual::StageUpdate& arriving_update);
+                                const residual::StageUpdate& arriving_update, bool allow_missing_residual = false);
 
  private:
   // prepare's parts

@@ -83,6 +83,11 @@ struct OutputMove {
   bool completes_sum = false;  ///< the move's reduce-scatter completes the output sum
   bool gathers_back = false;   ///< OUTPUT_ON_RESIDUAL_SHARD: update on the slice, then all-gather
   bool operator==(const OutputMove&) const = default;
+  /// The exit writes the update into the residual as it moves the rows: the stream leaves written.
+  bool writes_stream() const {
+    return kind == OutputMoveKind::UPDATE_THEN_ATTN_TP_GATHER ||
+           (kind == OutputMoveKind::OUTPUT_ON_RESIDUAL_SHARD && gathers_back);
+  }
   std::string describe() const;
 };
 

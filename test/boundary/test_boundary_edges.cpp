@@ -1,9 +1,11 @@
 // §8 test_boundary_edges: the consumer half depends only on its own side; mixer/FFN edges; the
 // producer's update chooses the order (both capabilities prebound and dispatched); fusion filters;
-// lifetime and pipeline rules; the consumer runs its declared read.
+// lifetime and pipeline rules; the exit edge's rows; the capture certificate a local FFN hands its
+// producer; the consumer runs its declared read; unsupported transitions and their messages.
 #include <doctest/doctest.h>
 
 #include "layouts/errors.h"
+#include "runtime/boundary/output_move.h"
 #include "test/boundary/fixtures.h"
 
 using namespace seam;
@@ -34,6 +36,15 @@ struct TwoGroupProvider : FusionProvider {
     return {{"tp_kernel", SumGroup::TP, nullptr, nullptr}, {"attn_tp_kernel", SumGroup::ATTN_TP, nullptr, nullptr}};
   }
   std::vector<CarriedFusion> attention_input(const StagePlan&) const override { return {{"carried", nullptr}}; }
+};
+
+// An FFN input whose first kernel certifies a fresh residual for batches with tokens; the second
+// never does (only the first may speak for the input path).
+struct CertifyingProvider : FusionProvider {
+  std::vector<FusedMlpInput> ffn_input(const StagePlan&) const override {
+    return {{"fresh", SumGroup::ATTN_TP, nullptr, [](const BatchFacts& b) { return b.has_tokens(); }},
+            {"in_place", SumGroup::ATTN_TP, nullptr, [](const BatchFacts&) { return false; }}};
+  }
 };
 }  // namespace
 
@@ -76,14 +87,35 @@ TEST_CASE("FFN to FFN under DP replicates the complete output with a DP gather")
 }
 
 TEST_CASE("a TP sum declared on DP rows is not supported") {
+  // An owed sum the consumer cannot complete names the two sides only: f"{produced=} {need=}".
   EdgeDecl e = attention_to_full_rows({.plain = true});
   e.produced.group = SumGroup::TP;
   e.need->layout = kDp;
-  CHECK_THROWS_WITH_AS(select_entry_step(e, true, false, {}), doctest::Contains("produced="), NotSupportedError);
+  CHECK_THROWS_WITH_AS(select_entry_step(e, true, false, {}), "produced={ATTN_DP} owes TP (declared) need={ATTN_DP}",
+                       NotSupportedError);
   e.need->layout = Layout{};  // gathered over DP: still a TP sum on sharded rows
-  CHECK_THROWS_AS(select_entry_step(e, true, false, {}), NotSupportedError);
+  CHECK_THROWS_WITH_AS(select_entry_step(e, true, false, {}), "produced={ATTN_DP} owes TP (declared) need={}",
+                       NotSupportedError);
   e.produced.group.reset();   // always_leaves without a group
-  CHECK_THROWS_WITH_AS(select_entry_step(e, true, false, {}), doctest::Contains("produced="), NotSupportedError);
+  CHECK_THROWS_WITH_AS(select_entry_step(e, true, false, {}), "produced={ATTN_DP}", NotSupportedError);
+}
+
+TEST_CASE("unsupported consumer transitions name the residual unless the sum or a CP gather is missing") {
+  // Gathered over CP without CP moves (not a CP batch): f"{produced=} {need=}".
+  constexpr Layout kCp = Layout::of({TokenAxis::ATTN_CP});
+  EdgeDecl cp;
+  cp.produced.layout = cp.residual = kCp;
+  cp.need = StageInput{Layout{}, {}, NORM_READ};
+  cp.residual_to = kCp;
+  cp.capabilities.plain = true;
+  CHECK_THROWS_WITH_AS(select_entry_step(cp, true, false, {}), "produced={ATTN_CP} need={}", NotSupportedError);
+  // A slice of rows the residual is not on: f"{produced=} {residual=} {need=}".
+  EdgeDecl sliced = attention_to_full_rows({.plain = true});
+  sliced.produced.layout = sliced.residual = Layout{};
+  sliced.need->layout = kTp;
+  sliced.residual_to = Layout{};
+  CHECK_THROWS_WITH_AS(select_entry_step(sliced, true, false, {}),
+                       "produced={} owes ATTN_TP (declared) residual={} need={ATTN_TP_SCATTER}", NotSupportedError);
 }
 
 TEST_CASE("fused inputs are filtered to the owed group, and offered only for plain reads") {
@@ -170,6 +202,55 @@ TEST_CASE("an update that does not outlive its layer, or a non-plain one across 
   CHECK_THROWS_WITH_AS(make_stages(pp, {{attn()}, {declare_ffn({.update = nonlinear})}}),
                        "pipeline boundaries require a plain add or a producer-written residual", NotSupportedError);
   CHECK_NOTHROW(make_stages(pp, {{attn()}, {declare_ffn({.update = MHC_FFN_UPDATE})}}));
+}
+
+TEST_CASE("an FFN exit hands its rows on where the residual goes") {
+  // The producer's half of the outgoing edge: `need` (rows handed on) must be the residual's rows
+  // after the exit, else NotImplementedError(f"{edge=}").
+  EdgeDecl exit;
+  exit.produced.layout = kDp;
+  exit.produced.update = ADD;
+  exit.residual = kDp;
+  exit.need = StageInput{kDp, {}, NORM_READ};
+  exit.residual_to = kDp;
+  CHECK(select_output_move(Topology::make(2), kOrdinary, exit) == OutputMove{OutputMoveKind::KEEP});
+  exit.residual_to = Layout{};
+  CHECK_THROWS_WITH_AS(select_output_move(Topology::make(2), kOrdinary, exit),
+                       "edge=produced={ATTN_DP} residual={ATTN_DP} need={ATTN_DP} residual_to={}", NotSupportedError);
+  // A bound FFN's exit edge is its stage's: output and residual rows, handed on with the residual.
+  const PlanContext ctx = context(4, 2);
+  const auto stages = make_stages(ctx, {{attn()}, {dense()}}, {.following = attn()});
+  const BoundPath& ffn = stages[1].plan().path(kOrdinary);
+  const EdgeDecl bound = exit_edge(ffn.stage);
+  CHECK(bound.need->layout == ffn.stage.handed_on);
+  CHECK(bound.residual_to == ffn.stage.handed_on);
+  CHECK(select_output_move(ctx.topology, kOrdinary, bound) == ffn.output_move);
+  CHECK(ffn.output_move.kind == OutputMoveKind::RETURNS_OVER_DP);
+}
+
+TEST_CASE("a following local FFN's first fused input certifies the attention's capture") {
+  auto provider = std::make_shared<CertifyingProvider>();
+  const PlanContext ctx = context(2);
+  const auto stages =
+      make_stages(ctx, {{attn(), nullptr, {.fusions = provider}}, {dense(), nullptr, {.fusions = provider}}},
+                  {.following = attn()});
+  const BoundPath& ffn = stages[1].plan().path(kOrdinary);
+  REQUIRE(ffn.preserves_residual);
+  const ResidualCertificate& certificate = stages[0].plan().path(kOrdinary).capture_preserves_residual;
+  REQUIRE(certificate);
+  CHECK(certificate(batch(ctx)));                                    // the first candidate's predicate
+  CHECK_FALSE(certificate(batch(ctx, {0}, PaddingMode::MAX_LEN)));
+
+  // The FFN described but built elsewhere certifies nothing here; neither does one that gathers
+  // over DP (no fused kernel), nor one without fused candidates.
+  const auto alone = make_stages(ctx, {{attn(), nullptr, {.fusions = provider}}}, {.following = dense()});
+  CHECK_FALSE(alone[0].plan().path(kOrdinary).capture_preserves_residual);
+  const auto dp =
+      make_stages(context(4, 2), {{attn(), nullptr, {.fusions = provider}}, {dense(), nullptr, {.fusions = provider}}});
+  CHECK_FALSE(dp[1].plan().path(kOrdinary).preserves_residual);
+  CHECK_FALSE(dp[0].plan().path(kOrdinary).capture_preserves_residual);
+  const auto unfused = make_stages(ctx, {{attn()}, {dense()}});
+  CHECK_FALSE(unfused[0].plan().path(kOrdinary).capture_preserves_residual);
 }
 
 TEST_CASE("the consumer runs its declared read") {

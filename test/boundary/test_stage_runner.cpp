@@ -42,6 +42,7 @@ struct Case {
   bool fp8 = false;              ///< attention reads its input quantised (FP8 per token)
   bool fold = false;             ///< every attention's output is folded into the residual (a written stream)
   bool written_entry = false;    ///< the stack starts from a written stream of the complete embedding
+  bool fresh_residual = false;   ///< FFN inputs fused into fresh residual storage, certifying captures
 };
 
 std::string name(const Case& k) {
@@ -50,8 +51,36 @@ std::string name(const Case& k) {
          (k.input_scattered ? " input-scattered" : "") + (k.fused ? " fused" : "") + (k.capture ? " capture" : "") + (k.prefill_cp ? " prefill-cp" : "") + (k.transform ? " transform" : "") +
          (k.sequence_parallel ? " sequence-parallel" : "") + (k.cp_shards.empty() ? "" : " gqa-cp") +
          (k.postprocess ? " postprocess" : "") + (k.fp8 ? " fp8" : "") + (k.fold ? " fold" : "") +
-         (k.written_entry ? " written-entry" : "");
+         (k.written_entry ? " written-entry" : "") + (k.fresh_residual ? " fresh-residual" : "");
 }
+
+// Seam's host fused FFN input run on a copy of the residual in the candidate's own storage: the
+// residual it was handed stays untouched, so the producing attention's capture may keep it (§4.4).
+// It declines only for an empty batch, which its certificate excludes.
+class FreshResidualFusion : public FusionProvider {
+ public:
+  explicit FreshResidualFusion(rows::ProcessGroups& groups) : host_(groups) {}
+  std::vector<FusedMlpInput> ffn_input(const StagePlan& plan) const override {
+    std::vector<FusedMlpInput> candidates = host_.ffn_input(plan);
+    for (FusedMlpInput& candidate : candidates) {
+      auto storage = std::make_shared<Buffer>();
+      candidate.run = [run = candidate.run, storage](const FusionArgs& args) -> std::optional<FusedRead> {
+        if (args.partial.rows == 0) return std::nullopt;
+        if (storage->bytes() < args.residual.bytes()) *storage = Buffer(args.residual.bytes());
+        FusionArgs on_copy = args;
+        const Tensor& residual = args.residual;
+        on_copy.residual = Tensor::contiguous(storage->data(), residual.dtype, residual.rows, residual.cols);
+        kernels::copy(residual, on_copy.residual);
+        return run(on_copy);
+      };
+      candidate.preserves_residual = [](const BatchFacts& batch) { return batch.has_tokens(); };
+    }
+    return candidates;
+  }
+
+ private:
+  rows::HostAllReduceNormFusion host_;
+};
 
 void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world);
 
@@ -82,8 +111,9 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
   ctx.topology.validate();
   ctx.policy = k.policy;
   rows::ProcessGroups groups(world, ctx.topology);
-  const std::shared_ptr<const FusionProvider> fusions =
-      k.fused ? std::make_shared<rows::HostAllReduceNormFusion>(groups) : nullptr;
+  std::shared_ptr<const FusionProvider> fusions;
+  if (k.fused) fusions = std::make_shared<rows::HostAllReduceNormFusion>(groups);
+  if (k.fresh_residual) fusions = std::make_shared<FreshResidualFusion>(groups);
 
   // One norm per stage plus the final norm, weights one.
   const Ones ones_weight;
@@ -146,6 +176,13 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
       static_cast<float*>(embed.row(i))[c] = i < held_tokens ? embed_weight * embedding(dp, first_token + i, c) : 0.f;
 
   std::vector<Buffer> outputs(stages.size());
+  // Captures passed as owned are kept uncopied (as a collector would) and checked after the stack.
+  struct KeptCapture {
+    size_t stage;
+    Tensor view;
+    std::vector<float> values;
+  };
+  std::vector<KeptCapture> kept;
   residual::start(batch);
   residual::LayerOutput h = k.written_entry ? residual::written(embed, batch) : residual::LayerOutput(embed);
   for (size_t s = 0; s < stages.size(); ++s) {
@@ -154,14 +191,18 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
     // A capture copies the residual the attention read updates (borrowed values must be copied).
     std::vector<float> captured;
     int64_t captured_rows = 0;
-    auto collect = [&](const Tensor& value, bool) {
+    bool captured_owned = false, gathered_owned = false;
+    auto collect = [&](const Tensor& value, bool owned) {
       captured_rows = value.rows;
       captured.assign(static_cast<const float*>(value.data), static_cast<const float*>(value.data) + value.rows * kHidden);
+      captured_owned = owned;
+      if (owned && k.fresh_residual) kept.push_back({s, value, captured});
     };
     std::vector<float> gathered_capture;
-    auto collect_gathered = [&](const Tensor& value, bool) {
+    auto collect_gathered = [&](const Tensor& value, bool owned) {
       gathered_capture.assign(static_cast<const float*>(value.data),
                               static_cast<const float*>(value.data) + value.rows * kHidden);
+      gathered_owned = owned;
     };
     const bool captures = k.capture && (letter == 'A' || letter == 'M');
     const residual::ReadOptions read_options{.quant = k.fp8 && letter == 'A' ? residual::QuantFormat::fp8_per_token
@@ -190,6 +231,14 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
           if (!close(captured[i * kHidden + c], expected[c]) || !close(gathered_capture[i * kHidden + c], expected[c]))
             fail(name(k) + ": capture before stage " + std::to_string(s) + " token " + std::to_string(i));
       }
+      // Certified where the following FFN's fused input completes the attention-TP sum on the rows
+      // the residual holds (no DP gather) and nothing moves the capture; at the stack's entry the
+      // capture runs before the read and borrows the output.
+      const bool certified =
+          s + 1 < stages.size() && k.pattern[s + 1] == 'F' && ctx.topology.attn_tp > 1 && k.attn_dp == 1;
+      if (k.fresh_residual && (captured_owned != (certified && s > 0) || gathered_owned != certified))
+        fail(name(k) + ": capture before stage " + std::to_string(s) + " owned " + std::to_string(captured_owned) +
+             "/" + std::to_string(gathered_owned));
     }
     const BoundPath& path = runner.stage().plan().path(variant);
     // An attention that gathers its sliced input itself (input-scattered) does so first.
@@ -232,6 +281,10 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
                             static_cast<const float*>(value.row(i)) + kHidden);
   };
   const Tensor result = residual::norm(h, batch, final_norm, {.capture = keep_residual});
+  for (const KeptCapture& c : kept)
+    for (int64_t i = 0; i < c.view.rows * kHidden; ++i)
+      if (static_cast<const float*>(c.view.data)[i] != c.values[static_cast<size_t>(i)])
+        fail(name(k) + ": the owned capture before stage " + std::to_string(c.stage) + " was overwritten");
   for (int64_t i = 0; i < held_tokens; ++i) {
     const std::vector<std::vector<float>> ref = reference(k.pattern, dp, first_token + i, k.transform, k.fp8);
     const std::vector<float>& expected = ref.back();
@@ -407,6 +460,13 @@ int main() {
     }
     run_case({.pattern = "AFAF", .tokens = {5}, .written_entry = true}, world);
     ++cases;
+    // A capture kept uncopied where the following FFN's fused input certifies a fresh residual.
+    for (int attn_dp = 1; attn_dp <= tp; attn_dp *= 2) {
+      run_case({.pattern = "AFAF", .attn_dp = attn_dp, .tokens = std::vector<int64_t>(attn_dp, 5), .capture = true,
+                .fresh_residual = true},
+               world);
+      ++cases;
+    }
     // Operation-scheduled TBO under prefill CP: postprocess takes this rank's shard of the reduced
     // output back, never reduce-scatters it again.
     if (tp > 1)

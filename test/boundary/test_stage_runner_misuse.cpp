@@ -1,5 +1,6 @@
 // StageRunner misuse on one rank (§4.7 stage and consumer-step errors): each raises the guide's
-// message before touching the stream's work; exit flags are restored when compute throws.
+// message before touching the stream's work; exit flags are restored when compute throws; branch
+// transport on ordinary rows only; what pipeline reception reads from the wire.
 #include <doctest/doctest.h>
 
 #include <stdexcept>
@@ -94,6 +95,62 @@ TEST_CASE("a prepared branch enters through branch_input") {
                        "a prepared branch must enter through branch_input, not prepare", UsageError);
   CHECK_THROWS_WITH_AS(runner.branch_input(w.rows(w.a, 1.f), w.batch), "a branch must start from a prepared stage input",
                        UsageError);
+}
+
+TEST_CASE("branch transport requires ordinary batch rows") {
+  World w;
+  const auto branch =
+      make_stages(w.ctx, {{dense(), &w.ffn_norm}}, {.prepared_from = moe().with_previous(attn().entering_stack())});
+  StageRunner runner(branch[0], w.groups, w.ffn_norm, residual::norm_read(), residual::add_update());
+  const int64_t tokens[] = {kRows};
+  w.batch.facts = BatchFacts::make(tokens, 0, 1, PaddingMode::MAX_LEN, BatchVariant::CONTEXT_PARALLEL);
+  residual::start(w.batch);
+  const char* message = "branch transport requires ordinary batch rows";
+  CHECK_THROWS_WITH_AS(runner.branch_input(w.rows(w.a, 1.f), w.batch), message, NotSupportedError);
+  CHECK_THROWS_WITH_AS(w.ffn.branch_output(w.rows(w.a, 1.f), w.batch), message, NotSupportedError);
+  CHECK_THROWS_WITH_AS(runner.merge_branch(w.rows(w.b, 1.f), residual::LayerOutput(w.rows(w.a, 2.f)), w.ffn, w.batch),
+                       message, NotSupportedError);
+}
+
+TEST_CASE("pipeline reception takes the residual from the wire unless the stream arrives written") {
+  World w;
+  using State = residual::ResidualStream::State;
+  // The first stage of a later pipeline partition, after an FFN that ran on the previous rank.
+  const StageDeclaration ffn_before = dense().with_previous(attn().entering_stack());
+  const auto partition = make_stages(w.ctx, {{attn(), &w.attn_norm}}, {.previous = ffn_before, .terminal = true});
+  StageRunner receiver(partition[0], w.groups, w.attn_norm, residual::norm_quant_read(), residual::add_update());
+  CHECK_FALSE(partition[0].plan().path(BatchVariant::ORDINARY).arrives_written);
+  const Tensor hidden = w.rows(w.a, 2.f), residual = w.rows(w.b, 1.f);
+
+  // A pending stream arrives with its residual.
+  receiver.from_pp({hidden, residual, true}, w.batch, residual::add_update());
+  CHECK(residual::current(w.batch).state() == State::pending);
+  CHECK(residual::current(w.batch).residual().data == residual.data);
+  // Without one the hidden states cannot be read: refused, unless the caller allows a written stream.
+  CHECK_THROWS_WITH_AS(receiver.from_pp({hidden, {}, false}, w.batch, residual::add_update()),
+                       "from_pp: the received tensors carry no residual, but the previous stage leaves its stream "
+                       "pending (allow_missing_residual reads the hidden states as a written stream)",
+                       ValueError);
+  const residual::LayerOutput written = receiver.from_pp({hidden, {}, false}, w.batch, residual::add_update(), true);
+  CHECK(residual::current(w.batch).state() == State::written);
+  CHECK(written.tensor().data == hidden.data);
+
+  // An update at the producer wrote the stream before the cut: the hidden states are the residual,
+  // and a residual on the wire is not read.
+  const StageDeclaration mhc_before = declare_ffn({.update = MHC_FFN_UPDATE}).with_previous(attn().entering_stack());
+  const auto after_mhc = make_stages(w.ctx, {{attn(), &w.attn_norm}}, {.previous = mhc_before, .terminal = true});
+  StageRunner after(after_mhc[0], w.groups, w.attn_norm, residual::norm_quant_read(), residual::add_update());
+  CHECK(after_mhc[0].plan().path(BatchVariant::ORDINARY).arrives_written);
+  after.from_pp({hidden, residual, true}, w.batch, residual::add_update());
+  CHECK(residual::current(w.batch).state() == State::written);
+  CHECK(residual::current(w.batch).residual().data == hidden.data);
+
+  // So does an exit that writes the update as it gathers its rows back (an FFN on attention-TP
+  // slices handing on attention rows).
+  const StageDeclaration gathers_back =
+      declare_ffn({.dense_tp_size = 1, .handoff_rows = HandoffRows::ATTENTION}).with_previous(attn().entering_stack());
+  const auto after_gather = make_stages(context(2), {{attn()}}, {.previous = gathers_back});
+  CHECK(after_gather[0].plan().path(BatchVariant::ORDINARY).arrives_written);
 }
 
 TEST_CASE("consumer-step checks on what arrives") {
