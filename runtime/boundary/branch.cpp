@@ -82,7 +82,10 @@ residual::StageInput StageRunner::prepare(const LayerOutput& h, ForwardBatch& ba
   }
   if (options.captured_last_layer_outputs) {
     if (path.entry.input_move == InputMove::ATTN_TP_GATHER) {
-      const Tensor full = captured_.get(residual.dtype, residual.rows * groups_.size(GroupKind::ATTN_TP), residual.cols);
+      // Its own scratch: capture_output above may have gathered into captured_ and been handed out
+      // owned; reusing that buffer would overwrite (or, when it grows, free) the first capture.
+      const Tensor full =
+          captured_gathered_.get(residual.dtype, residual.rows * groups_.size(GroupKind::ATTN_TP), residual.cols);
       rows::attn_tp_gather(groups_, residual, full).wait();
       options.captured_last_layer_outputs(full, true);
     } else {

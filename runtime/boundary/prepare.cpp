@@ -87,7 +87,7 @@ StageRunner::ScratchClaim::~ScratchClaim() {
 uint64_t StageRunner::scratch_uses() const {
   uint64_t n = 0;
   for (const rows::Scratch* s : {&scratch_, &pre_moved_, &residual_, &gathered_, &gathered_scales_, &local_, &captured_,
-                                 &branch_, &branch_residual_})
+                                 &captured_gathered_, &branch_, &branch_residual_})
     n += s->uses();
   return n;
 }

@@ -171,6 +171,10 @@ class StageRunner {
   rows::Scratch gathered_scales_;  ///< a quantised input's per-token scales, gathered with it
   rows::Scratch local_;       ///< an output returned to this replica's rows
   rows::Scratch captured_;    ///< a capture moved back to the producer's rows
+  /// captured_last_layer_outputs after the attention-TP gather. Not captured_: one prepare may
+  /// gather both captures (§2.7 C1: an attention after an attention on an input-scattered batch)
+  /// and hands both out owned (§4.4), so each needs storage the other never writes.
+  rows::Scratch captured_gathered_;
   rows::Scratch branch_;      ///< a branch input / residual / output on this stage's rows
   rows::Scratch branch_residual_;
   Buffer capture_workspace_;  ///< output + residual for a capture before the read

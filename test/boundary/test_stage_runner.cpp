@@ -5,6 +5,7 @@
 // (no parallelism) for its replica's tokens.
 //
 //   mpirun -n 4 test_stage_runner
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -176,7 +177,8 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
       static_cast<float*>(embed.row(i))[c] = i < held_tokens ? embed_weight * embedding(dp, first_token + i, c) : 0.f;
 
   std::vector<Buffer> outputs(stages.size());
-  // Captures passed as owned are kept uncopied (as a collector would) and checked after the stack.
+  // Captures passed as owned are kept uncopied (as a collector would) and checked after the stack:
+  // nothing may write them for the rest of the forward.
   struct KeptCapture {
     size_t stage;
     Tensor view;
@@ -188,21 +190,37 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
   for (size_t s = 0; s < stages.size(); ++s) {
     const char letter = k.pattern[s];
     StageRunner& runner = *runners[s];
+    const BoundPath& path = runner.stage().plan().path(variant);
+    // Captures owned because a gather filled them (§4.4): the move back to the producer's rows and
+    // the input's attention-TP gather. That storage serves only the capture, so the collector marks
+    // it while prepare runs (nothing may write it, not even with equal values), then restores it.
+    const bool output_gathers = path.entry.capture_moves && path.entry.capture_move_allocates;
+    const bool input_gathers = path.entry.input_move == InputMove::ATTN_TP_GATHER;
+    constexpr float kMark = -1234.5f;
+    std::vector<KeptCapture> marked;
+    auto mark = [&](const Tensor& value, const std::vector<float>& values) {
+      std::fill_n(static_cast<float*>(value.data), value.rows * kHidden, kMark);
+      marked.push_back({s, value, values});
+    };
     // A capture copies the residual the attention read updates (borrowed values must be copied).
     std::vector<float> captured;
-    int64_t captured_rows = 0;
+    int64_t captured_rows = 0, gathered_rows = 0;
     bool captured_owned = false, gathered_owned = false;
     auto collect = [&](const Tensor& value, bool owned) {
       captured_rows = value.rows;
       captured.assign(static_cast<const float*>(value.data), static_cast<const float*>(value.data) + value.rows * kHidden);
       captured_owned = owned;
-      if (owned && k.fresh_residual) kept.push_back({s, value, captured});
+      if (owned) kept.push_back({s, value, captured});
+      if (owned && output_gathers) mark(value, captured);
     };
     std::vector<float> gathered_capture;
     auto collect_gathered = [&](const Tensor& value, bool owned) {
+      gathered_rows = value.rows;
       gathered_capture.assign(static_cast<const float*>(value.data),
                               static_cast<const float*>(value.data) + value.rows * kHidden);
       gathered_owned = owned;
+      if (owned) kept.push_back({s, value, gathered_capture});
+      if (owned && input_gathers) mark(value, gathered_capture);
     };
     const bool captures = k.capture && (letter == 'A' || letter == 'M');
     const residual::ReadOptions read_options{.quant = k.fp8 && letter == 'A' ? residual::QuantFormat::fp8_per_token
@@ -211,6 +229,12 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
         captures ? runner.prepare(h, batch, PrepareOptions{.capture_output = collect,
                                                            .captured_last_layer_outputs = collect_gathered})
                  : runner.prepare(h, batch, read_options);
+    for (const KeptCapture& c : marked) {
+      for (int64_t i = 0; i < c.view.rows * kHidden; ++i)
+        if (static_cast<const float*>(c.view.data)[i] != kMark)
+          fail(name(k) + ": prepare before stage " + std::to_string(s) + " wrote an owned capture it had handed out");
+      std::copy(c.values.begin(), c.values.end(), static_cast<float*>(c.view.data));
+    }
     Tensor in = read.values;
     // A quantised input: compute dequantises it (values times the row's scale).
     Buffer dequantised;
@@ -225,12 +249,19 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
     }
     if (captures) {
       if (captured_rows != held_rows) fail(name(k) + ": captured " + std::to_string(captured_rows) + " rows");
+      // The input's capture is on the compute input's rows: this rank's attention-TP slice where an
+      // input-scattered attention gathers its input itself.
+      const int64_t first_gathered = gathered_rows == held_rows ? 0 : groups.attn().tp * gathered_rows;
       for (int64_t i = 0; i < held_tokens; ++i) {
         const std::vector<float> expected = reference(k.pattern, dp, first_token + i, k.transform)[s];
+        const int64_t g = i - first_gathered;
         for (int64_t c = 0; c < kHidden; ++c)
-          if (!close(captured[i * kHidden + c], expected[c]) || !close(gathered_capture[i * kHidden + c], expected[c]))
+          if (!close(captured[i * kHidden + c], expected[c]) ||
+              (g >= 0 && g < gathered_rows && !close(gathered_capture[g * kHidden + c], expected[c])))
             fail(name(k) + ": capture before stage " + std::to_string(s) + " token " + std::to_string(i));
       }
+      if ((output_gathers && s > 0 && !captured_owned) || (input_gathers && !gathered_owned))
+        fail(name(k) + ": a gathered capture before stage " + std::to_string(s) + " was not owned");
       // Certified where the following FFN's fused input completes the attention-TP sum on the rows
       // the residual holds (no DP gather) and nothing moves the capture; at the stack's entry the
       // capture runs before the read and borrows the output.
@@ -240,7 +271,6 @@ void run_stack(const Case& k, const std::shared_ptr<comm::Communicator>& world) 
         fail(name(k) + ": capture before stage " + std::to_string(s) + " owned " + std::to_string(captured_owned) +
              "/" + std::to_string(gathered_owned));
     }
-    const BoundPath& path = runner.stage().plan().path(variant);
     // An attention that gathers its sliced input itself (input-scattered) does so first.
     Buffer gathered;
     if (path.stage.input.gathers_itself.has(TokenAxis::ATTN_TP_SCATTER) && in.rows < local_rows) {
@@ -467,6 +497,14 @@ int main() {
                world);
       ++cases;
     }
+    // Consecutive attentions on an input-scattered batch: the second reads on the residual's slice
+    // and gathers its input back (§2.7 C1), so both of its captures gather and both are owned.
+    if (tp > 1)
+      for (ReductionPolicy policy : policies) {
+        run_case({.pattern = "AAFAAF", .policy = policy, .tokens = {4 * tp + 1}, .input_scattered = true, .capture = true},
+                 world);
+        ++cases;
+      }
     // Operation-scheduled TBO under prefill CP: postprocess takes this rank's shard of the reduced
     // output back, never reduce-scatters it again.
     if (tp > 1)
