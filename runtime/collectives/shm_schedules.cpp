@@ -27,9 +27,27 @@
 namespace seam::collectives {
 namespace {
 
-/// Reductions in shares pay one more wait per round; below this size folding everything on
-/// every rank is quicker.
-constexpr size_t kSharesBytes = 32 * 1024;
+using Kind = ScheduleTuner::Kind;
+using Schedule = ScheduleTuner::Schedule;
+
+/// The largest all-reduce through the slots that every rank folds whole rather than in shares:
+/// shares pay a second wait per round, the whole buffer costs each rank a read of every rank's
+/// slot, which grows with the ranks. Xeon, forced, 1000 calls, us: 4 ranks, 1 KiB whole 1.65-1.74
+/// against shares' 2.38-2.40, 4 KiB even, 8 KiB 4.7-5.3 against 4.4-4.5, 16 KiB 9.8-9.9 against
+/// 6.2-6.3; 8 ranks, shares win from 1 KiB (3.2-3.3 against 3.9-4.1; 16 KiB 11.2-11.8 against
+/// 27.9-29.0); 2 ranks, whole up to 32 KiB.
+size_t whole_fold_bytes(int ranks) {
+  if (ranks == 2) return 32 * 1024;
+  return ranks <= 4 ? 4 * 1024 : 0;
+}
+
+/// Whether an all-reduce of `bytes` among `ranks` through the slots folds in shares, unless the
+/// tuner chose each rank folding the whole buffer: always where SEAM_SHM_SCHEDULE pins the
+/// slots, else past whole_fold_bytes.
+bool all_reduce_in_shares(size_t bytes, int ranks, Schedule chosen) {
+  if (chosen == Schedule::slots_whole) return false;
+  return !Config::get().shm_schedule.empty() || bytes > whole_fold_bytes(ranks);
+}
 
 /// Calls from this size whose buffers lie in SharedHostMemory take the zero-copy schedules;
 /// below, the slots' one wait beats their two (2-rank EPYC: 1 KiB 0.9 against 2.0 us, 16 KiB
@@ -47,9 +65,6 @@ uint64_t zero_copy_handle(const void* data, size_t bytes, size_t call_bytes) {
 /// the 2-rank all-reduce 1.2-1.4x; at 8 ranks the reductions were even or faster through the
 /// slots, reduce-scatterv by 1.2-1.3x.)
 constexpr size_t kSingleCopyBytes = size_t{1} << 20;
-
-using Kind = ScheduleTuner::Kind;
-using Schedule = ScheduleTuner::Schedule;
 
 /// The schedule for a call of `bytes` on plain buffers: whichever the region's tuner measured
 /// fastest among those this group can run. The slot schedules always (the slots; at two ranks
@@ -212,7 +227,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   // copies in the peers' shares of the round, folds its own share into its result slot, then
   // every rank copies all shares. n times less reading than every rank folding everything, for
   // one more flag wait per round.
-  const bool in_shares = count * es >= kSharesBytes && choice.schedule != Schedule::slots_whole;
+  const bool in_shares = all_reduce_in_shares(count * es, n, choice.schedule);
   log().debug("all_reduce: shm schedule slots, {} ({} B)",
               in_shares ? "in shares" : "every rank folding the whole buffer", count * es);
   BufferExchange exchange(
