@@ -88,7 +88,8 @@ class Transport {
   /// the sleep. Transports without shared memory do nothing.
   virtual void mark_asleep(bool /*asleep*/) {}
   /// Wakes those of `world_ranks` (ranks on this host) marked asleep, after the caller's stores
-  /// to shared memory they watch (a fence orders them before the check).
+  /// to shared memory they watch (ordered before the check by a fence here, or by the sleeper's
+  /// heavier one: see shm/asymmetric_fence.h).
   virtual void wake_if_sleeping(std::span<const int> /*world_ranks*/) {}
   /// Whether peer is reachable (and, for local peers, its process alive). A dead peer fails
   /// every pending request that involves it.

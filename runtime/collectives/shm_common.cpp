@@ -64,15 +64,9 @@ kernels::Store store_for(size_t bytes, int ranks, bool destination_cached) {
   return !destination_cached && overflows ? kernels::Store::streaming : kernels::Store::cached;
 }
 
-void BufferExchange::wake_if_last(bool results) {
-  std::atomic_thread_fence(std::memory_order_seq_cst);  // orders the flag before the peers' looks
-  const PublishedAwaiter all = results ? peers_done() : peers_ready();
-  if (all.blocking_peer() == -1) g_.wake_if_sleeping(region_.members());
-}
-
 void BufferExchange::announce(uint64_t first_word, uint64_t second_word) {
   region_.publish_words(g_.rank(), round_, signature_, first_word, second_word);
-  wake_if_last(false);
+  g_.wake_if_sleeping(region_.members());
 }
 
 PublishedAwaiter BufferExchange::peers_ready() {
@@ -81,7 +75,7 @@ PublishedAwaiter BufferExchange::peers_ready() {
 
 void BufferExchange::announce_done() {
   region_.publish_result(g_.rank(), round_);
-  wake_if_last(true);
+  g_.wake_if_sleeping(region_.members());
 }
 
 PublishedAwaiter BufferExchange::peers_done() { return peers_published_results(g_, region_, round_); }

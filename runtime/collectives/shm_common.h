@@ -55,12 +55,10 @@ std::vector<int> peers_from(int me, int n, bool with_me);
 kernels::Store store_for(size_t bytes, int ranks, bool destination_cached);
 
 // The communicator's driver spins a while, then sleeps until a message arrives, a peer wakes
-// it, or 1 ms passes; flags in the region move no transport. So the last rank to publish a
-// round wakes the peers that marked themselves asleep (Group::wake_if_sleeping: a look at a
-// line per peer that only changes when it sleeps; a system call only for a sleeper). A rank
-// knows it is last when, after a fence, it sees every peer's flag: of ranks publishing at
-// once, the one whose fence comes last sees all, and earlier wakes would only make a sleeper
-// wait again.
+// it, or 1 ms passes; flags in the region move no transport. So every publication ends by
+// waking the peers marked asleep (Group::wake_if_sleeping: a look at a line per peer that only
+// changes when it sleeps, a system call only for a sleeper; with the shm transport's asymmetric
+// fences, not even a fence). A sleeper woken before its round is complete sleeps again.
 
 /// The rounds of a shared-memory schedule and their waits. Each round every rank announces what
 /// it put in its slot or which buffers it works on (`announce(a, b)`), waits for all
@@ -92,10 +90,6 @@ class BufferExchange {
   comm::Task finish();
 
  private:
-  /// After this rank's publication (inputs, or `results`): wakes the sleeping peers if it was
-  /// the last.
-  void wake_if_last(bool results);
-
   Group& g_;
   ShmRegion& region_;
   CallSignature signature_;

@@ -18,6 +18,7 @@
 
 #include "layouts/errors.h"
 #include "layouts/log.h"
+#include "transports/shm/asymmetric_fence.h"
 #include "transports/shm/pool_allocator.h"
 #include "transports/shm/process_memory.h"
 
@@ -161,9 +162,10 @@ struct Peer {
 class ShmTransportImpl final : public ShmTransport {
  public:
   ShmTransportImpl(int rank, int size, std::vector<int> local, std::unique_ptr<SharedSegment> seg,
-                   std::vector<int> pids, std::chrono::milliseconds timeout, size_t cma_threshold)
+                   std::vector<int> pids, std::chrono::milliseconds timeout, size_t cma_threshold,
+                   bool asymmetric_fences)
       : rank_(rank), size_(size), local_(std::move(local)), seg_(std::move(seg)), timeout_(timeout),
-        cma_threshold_(cma_threshold) {
+        cma_threshold_(cma_threshold), asymmetric_fences_(asymmetric_fences) {
     const size_t n = local_.size();
     auto* base = static_cast<char*>(seg_->data());
     auto* header = reinterpret_cast<SegmentHeader*>(base);
@@ -589,16 +591,28 @@ class ShmTransportImpl final : public ShmTransport {
 
   void mark_asleep(bool asleep) override {
     my_area_->sleeping.store(asleep ? 1 : 0, std::memory_order_seq_cst);
+    // A failed heavy fence leaves a publisher's light one unpaired: its wake may be missed, and
+    // this rank sleeps out its timeout (at most 1 ms), never longer.
+    if (asleep && asymmetric_fences_ && !heavy_fence() && !fence_failure_logged_) {
+      fence_failure_logged_ = true;
+      log().warn("seam shm: membarrier failed; wake-ups may come late (up to 1 ms)");
+    }
   }
 
   void wake_if_sleeping(std::span<const int> world_ranks) override {
-    // Pairs with mark_asleep's store: either the sleeper's look sees our stores, or we see its
-    // mark and ring.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // Pairs with mark_asleep: either the sleeper's look sees our stores, or we see its mark and
+    // ring. Of several publishers that see it, the one that clears the mark rings.
+    if (asymmetric_fences_)
+      light_fence();
+    else
+      std::atomic_thread_fence(std::memory_order_seq_cst);
     for (int r : world_ranks) {
       if (r == rank_ || !is_local(r)) continue;
       RankArea& a = *peer(r).area;
-      if (a.sleeping.load(std::memory_order_relaxed)) ring_doorbell(a);
+      uint32_t asleep = 1;
+      if (a.sleeping.load(std::memory_order_relaxed) &&
+          a.sleeping.compare_exchange_strong(asleep, 0, std::memory_order_seq_cst))
+        ring_doorbell(a);
     }
   }
 
@@ -680,6 +694,9 @@ class ShmTransportImpl final : public ShmTransport {
   std::unique_ptr<SharedSegment> seg_;
   std::chrono::milliseconds timeout_;
   size_t cma_threshold_;
+  // Every local rank registered for asymmetric fences (mark_asleep, wake_if_sleeping).
+  bool asymmetric_fences_ = false;
+  bool fence_failure_logged_ = false;
   size_t ring_bytes_ = 0, mask_ = 0;
   size_t me_ = 0;
   RankArea* my_area_ = nullptr;
@@ -779,20 +796,26 @@ std::unique_ptr<ShmTransport> ShmTransport::create(transport::AddressExchange& e
       error = "rank " + std::to_string(leader) + " could not create the segment: " + lead_payload.substr(1);
     }
   }
-  // Round 2: everyone has mapped it (or says why not), and whether it can read its peers through
-  // CMA (used only when every local rank can); then the name can go.
-  auto second = exchange.all_gather(error.empty() ? (cma_ok ? "ok1" : "ok0") : error);
+  // Round 2: everyone has mapped it (or says why not), whether it can read its peers through
+  // CMA and whether it registered for asymmetric fences (each used only when every local rank
+  // can); then the name can go.
+  bool fences_ok = register_asymmetric_fence();
+  const std::string ready = std::string("ok") + (cma_ok ? "1" : "0") + (fences_ok ? "1" : "0");
+  auto second = exchange.all_gather(error.empty() ? ready : error);
   if (seg && rank == leader) seg->unlink();
   for (int r : local) {
     const std::string& v = second[static_cast<size_t>(r)];
-    if (v != "ok1" && v != "ok0")
+    if (v.size() != 4 || v.compare(0, 2, "ok") != 0)
       throw CommError("seam shm: rank " + std::to_string(r) + " could not map the shared segment: " + v, r);
-    if (v == "ok0") cma_ok = false;
+    if (v[2] == '0') cma_ok = false;
+    if (v[3] == '0') fences_ok = false;
   }
-  log().debug("shm: {} local ranks, {}-byte rings, single-copy (CMA) from {} bytes", n, ring_bytes,
-              cma_ok ? std::to_string(cma_threshold) : std::string("never"));
+  log().debug("shm: {} local ranks, {}-byte rings, single-copy (CMA) from {} bytes, {} fences", n,
+              ring_bytes, cma_ok ? std::to_string(cma_threshold) : std::string("never"),
+              fences_ok ? "asymmetric" : "full");
   return std::make_unique<ShmTransportImpl>(rank, exchange.size(), std::move(local), std::move(seg),
-                                            std::move(pids), timeout, cma_ok ? cma_threshold : 0);
+                                            std::move(pids), timeout, cma_ok ? cma_threshold : 0,
+                                            fences_ok);
 }
 
 }  // namespace seam::shm
