@@ -85,8 +85,9 @@ class Transport {
   /// Marks this rank asleep (true) before the driver's last look at what it waits for, or awake
   /// again (false) when that look found something: a peer that stores to shared memory this
   /// rank watches and then finds the mark wakes it, so the store is seen by the look or ends
-  /// the sleep. Transports without shared memory do nothing.
-  virtual void mark_asleep(bool /*asleep*/) {}
+  /// the sleep. False, and no mark, where events already wait (the caller polls on instead of
+  /// sleeping). Transports without shared memory only say true.
+  virtual bool mark_asleep(bool /*asleep*/) { return true; }
   /// Wakes those of `world_ranks` (ranks on this host) marked asleep, after the caller's stores
   /// to shared memory they watch (ordered before the check by a fence here, or by the sleeper's
   /// heavier one: see shm/asymmetric_fence.h).

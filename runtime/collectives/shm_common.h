@@ -58,7 +58,8 @@ kernels::Store store_for(size_t bytes, int ranks, bool destination_cached);
 // it, or 1 ms passes; flags in the region move no transport. So every publication ends by
 // waking the peers marked asleep (Group::wake_if_sleeping: a look at a line per peer that only
 // changes when it sleeps, a system call only for a sleeper; with the shm transport's asymmetric
-// fences, not even a fence). A sleeper woken before its round is complete sleeps again.
+// fences, not even a fence). A sleeper woken before its round is complete marks itself and
+// sleeps again, and the publication that completes the round wakes it then.
 
 /// The rounds of a shared-memory schedule and their waits. Each round every rank announces what
 /// it put in its slot or which buffers it works on (`announce(a, b)`), waits for all

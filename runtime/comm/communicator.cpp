@@ -41,7 +41,7 @@ class OwningTransport final : public transport::Transport {
   transport::RequestPtr irecv(int p, uint64_t tag, void* d, size_t n) override { return t_->irecv(p, tag, d, n); }
   bool progress() override { return t_->progress(); }
   void wait_for_activity(std::chrono::microseconds max) override { t_->wait_for_activity(max); }
-  void mark_asleep(bool asleep) override { t_->mark_asleep(asleep); }
+  bool mark_asleep(bool asleep) override { return t_->mark_asleep(asleep); }
   void wake_if_sleeping(std::span<const int> world_ranks) override { t_->wake_if_sleeping(world_ranks); }
   bool peer_alive(int p) override { return t_->peer_alive(p); }
   std::optional<uint64_t> unmatched_tag(int p, uint64_t tag, uint64_t mask) override {

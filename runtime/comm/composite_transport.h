@@ -31,7 +31,11 @@ class CompositeTransport final : public transport::Transport {
   }
   bool progress() override;
   void wait_for_activity(std::chrono::microseconds max) override;
-  void mark_asleep(bool asleep) override { shm_->mark_asleep(asleep); }
+  /// Arms UCX's event first: where events wait, there is nothing to mark (and no fence to pay).
+  bool mark_asleep(bool asleep) override {
+    if (asleep && !remote_->arm()) return false;
+    return shm_->mark_asleep(asleep);
+  }
   void wake_if_sleeping(std::span<const int> world_ranks) override {
     shm_->wake_if_sleeping(world_ranks);
   }

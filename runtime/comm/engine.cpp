@@ -251,7 +251,7 @@ void Engine::drive(WorkState& w) {
     }
     // Marked asleep, one last look: a peer that publishes a shared-memory flag this rank waits
     // on either is seen here or sees the mark and wakes it (wake_if_sleeping).
-    transport_->mark_asleep(true);
+    if (!transport_->mark_asleep(true)) continue;  // events wait: poll them
     const uint64_t resumed_before_look = comm::Task::resumptions_on_this_thread();
     const bool arrived = transport_->progress();
     step_all();

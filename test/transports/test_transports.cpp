@@ -213,6 +213,37 @@ TEST_CASE("shm (cma): a send whose acknowledgement slot an unread message holds 
   });
 }
 
+TEST_CASE("shm: a sleeper rung before its last look is still woken by the next publisher") {
+  // Rank 0 waits on what ranks 1 and 2 publish in shared memory (a collective's round flags).
+  // It marks itself asleep; rank 1 publishes and rings it; its last look (progress) misses rank
+  // 2's publication; rank 2 publishes after that look and must ring it too, so its sleep ends at
+  // once. A publisher that cleared the mark when it rang left rank 2 nothing to see, and rank 0
+  // slept out each wait (5 ms): 20 rounds then take 100 ms, against well under 40 ms.
+  constexpr int kRounds = 20;
+  std::barrier step(3);
+  double slept = 0;
+  const int sleeper[] = {0};
+  on_threads(Kind::shm, 3, 64 * 1024, [&](int rank, transport::Transport& t) {
+    for (int k = 0; k < kRounds; ++k) {
+      if (rank == 0) REQUIRE(t.mark_asleep(true));
+      step.arrive_and_wait();
+      if (rank == 1) t.wake_if_sleeping(sleeper);
+      step.arrive_and_wait();
+      if (rank == 0) t.progress();  // the last look: sees the first ring
+      step.arrive_and_wait();
+      if (rank == 2) t.wake_if_sleeping(sleeper);
+      step.arrive_and_wait();
+      if (rank == 0) {
+        const auto start = Clock::now();
+        t.wait_for_activity(std::chrono::microseconds(5000));
+        slept += std::chrono::duration<double>(Clock::now() - start).count();
+      }
+      step.arrive_and_wait();
+    }
+  });
+  CHECK(slept < 0.040);
+}
+
 TEST_CASE("shm: a dead peer fails pending requests naming its rank and pid, within milliseconds") {
   // Two processes bootstrapped through the TCP store.
   const std::string addr = "127.0.0.1:" + std::to_string(21000 + getpid() % 20000);

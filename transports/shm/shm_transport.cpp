@@ -59,7 +59,8 @@ struct alignas(64) SegmentHeader {
 struct alignas(64) RankArea {
   std::atomic<uint32_t> doorbell;  // futex word the rank sleeps on
   char pad0[60];
-  std::atomic<uint32_t> sleeping;  // 1 while the rank is (about to be) in FUTEX_WAIT
+  std::atomic<uint32_t> sleeping;  // 1 from the driver's last look (mark_asleep) or from
+                                   // wait_for_activity, until it returns
   char pad1[60];
 };
 
@@ -589,19 +590,26 @@ class ShmTransportImpl final : public ShmTransport {
     }
   }
 
-  void mark_asleep(bool asleep) override {
+  bool mark_asleep(bool asleep) override {
     my_area_->sleeping.store(asleep ? 1 : 0, std::memory_order_seq_cst);
+    if (!asleep) return true;
+    if (!asymmetric_fences_) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the publishers' fences
+      return true;
+    }
     // A failed heavy fence leaves a publisher's light one unpaired: its wake may be missed, and
     // this rank sleeps out its timeout (at most 1 ms), never longer.
-    if (asleep && asymmetric_fences_ && !heavy_fence() && !fence_failure_logged_) {
+    if (!heavy_fence() && !fence_failure_logged_) {
       fence_failure_logged_ = true;
       log().warn("seam shm: membarrier failed; wake-ups may come late (up to 1 ms)");
     }
+    return true;
   }
 
   void wake_if_sleeping(std::span<const int> world_ranks) override {
     // Pairs with mark_asleep: either the sleeper's look sees our stores, or we see its mark and
-    // ring. Of several publishers that see it, the one that clears the mark rings.
+    // ring. Every publisher that sees the mark rings: one that cleared it could leave a later
+    // publisher, whose store the sleeper's look missed, finding no mark and ringing no one.
     if (asymmetric_fences_)
       light_fence();
     else
@@ -609,10 +617,7 @@ class ShmTransportImpl final : public ShmTransport {
     for (int r : world_ranks) {
       if (r == rank_ || !is_local(r)) continue;
       RankArea& a = *peer(r).area;
-      uint32_t asleep = 1;
-      if (a.sleeping.load(std::memory_order_relaxed) &&
-          a.sleeping.compare_exchange_strong(asleep, 0, std::memory_order_seq_cst))
-        ring_doorbell(a);
+      if (a.sleeping.load(std::memory_order_relaxed)) ring_doorbell(a);
     }
   }
 

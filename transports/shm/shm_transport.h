@@ -43,8 +43,8 @@ class ShmTransport : public transport::Transport {
 
   /// Whether `world_rank` is reachable through this transport.
   virtual bool is_local(int world_rank) const = 0;
-  /// Wakes `world_rank` if it sleeps in wait_for_activity (for shared-memory algorithms that
-  /// signal through flags in a shared segment rather than messages).
+  /// Wakes `world_rank` if it sleeps in wait_for_activity, unconditionally (a rank's own
+  /// watcher of another transport's events rings it this way).
   virtual void notify(int world_rank) = 0;
   /// Tells every local rank that this rank aborted (why): their pending requests fail with it,
   /// so they stop at once instead of at their deadline. Idempotent; ignored when the abort came
