@@ -88,9 +88,10 @@ class Transport {
   /// the sleep. False, and no mark, where events already wait (the caller polls on instead of
   /// sleeping). Transports without shared memory only say true.
   virtual bool mark_asleep(bool /*asleep*/) { return true; }
-  /// Wakes those of `world_ranks` (ranks on this host) marked asleep, after the caller's stores
-  /// to shared memory they watch (ordered before the check by a fence here, or by the sleeper's
-  /// heavier one: see shm/asymmetric_fence.h).
+  /// Whether any of `world_ranks` (ranks on this host) is marked asleep, looked at after the
+  /// caller's stores to shared memory they watch (a fence orders them before the look).
+  virtual bool any_asleep(std::span<const int> /*world_ranks*/) { return false; }
+  /// Wakes those of `world_ranks` marked asleep, after the caller's stores (ordered likewise).
   virtual void wake_if_sleeping(std::span<const int> /*world_ranks*/) {}
   /// Whether peer is reachable (and, for local peers, its process alive). A dead peer fails
   /// every pending request that involves it.

@@ -33,8 +33,10 @@ class Group {
   /// The communicator's id, the same on every member: state kept across calls (shared-memory
   /// regions) is kept per communicator, so two with the same members never share it.
   virtual uint64_t communicator_id() const { return 0; }
-  /// Wakes those of `world_ranks` (ranks on this host) whose driver sleeps, after this rank
-  /// stored to shared memory they watch (the shared-memory schedules' round flags).
+  /// Whether any of `world_ranks` (ranks on this host) has its driver marked asleep, looked at
+  /// after this rank stored to shared memory they watch (the shared-memory schedules' flags).
+  virtual bool any_asleep(std::span<const int> /*world_ranks*/) { return false; }
+  /// Wakes those of `world_ranks` whose driver is marked asleep.
   virtual void wake_if_sleeping(std::span<const int> /*world_ranks*/) {}
   /// Where the group's ranks run when they span hosts (null when they share one).
   virtual const HostLayout* hosts() const { return nullptr; }

@@ -64,21 +64,32 @@ kernels::Store store_for(size_t bytes, int ranks, bool destination_cached) {
   return !destination_cached && overflows ? kernels::Store::streaming : kernels::Store::cached;
 }
 
+void BufferExchange::wake_if_complete(bool results) {
+  if (!g_.any_asleep(region_.members())) return;
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // see the flags of the others that found it
+  if (all_published(results).blocking_peer() == -1) g_.wake_if_sleeping(region_.members());
+}
+
 void BufferExchange::announce(uint64_t first_word, uint64_t second_word) {
   region_.publish_words(g_.rank(), round_, signature_, first_word, second_word);
-  g_.wake_if_sleeping(region_.members());
 }
 
 PublishedAwaiter BufferExchange::peers_ready() {
-  return peers_published(g_, region_, round_, signature_, collective_);
+  wake_if_complete(false);
+  return all_published(false);
 }
 
-void BufferExchange::announce_done() {
-  region_.publish_result(g_.rank(), round_);
-  g_.wake_if_sleeping(region_.members());
+void BufferExchange::announce_done() { region_.publish_result(g_.rank(), round_); }
+
+PublishedAwaiter BufferExchange::peers_done() {
+  wake_if_complete(true);
+  return all_published(true);
 }
 
-PublishedAwaiter BufferExchange::peers_done() { return peers_published_results(g_, region_, round_); }
+PublishedAwaiter BufferExchange::all_published(bool results) const {
+  return results ? peers_published_results(g_, region_, round_)
+                 : peers_published(g_, region_, round_, signature_, collective_);
+}
 
 comm::Task BufferExchange::finish() {
   announce_done();

@@ -55,11 +55,15 @@ std::vector<int> peers_from(int me, int n, bool with_me);
 kernels::Store store_for(size_t bytes, int ranks, bool destination_cached);
 
 // The communicator's driver spins a while, then sleeps until a message arrives, a peer wakes
-// it, or 1 ms passes; flags in the region move no transport. So every publication ends by
-// waking the peers marked asleep (Group::wake_if_sleeping: a look at a line per peer that only
-// changes when it sleeps, a system call only for a sleeper; with the shm transport's asymmetric
-// fences, not even a fence). A sleeper woken before its round is complete marks itself and
-// sleeps again, and the publication that completes the round wakes it then.
+// it, or 1 ms passes; flags in the region move no transport. So every publication ends with a
+// look for peers marked asleep (Group::any_asleep: a fence and a line per peer that only changes
+// when it sleeps). Only where one sleeps: a second fence, and if every rank's flag of the round
+// is there, the ring. A sleeper is woken
+// once, when its round is complete (a halted vCPU took 100-250 us to run again on the GPU
+// host: a ring per publication woke each sleeper up to n - 1 times a round, and 1 KiB calls
+// at 8 ranks went to 500 us). Every publisher whose flag a sleeper's last look missed finds its
+// mark (the fences pair); of those, the last to pass its second fence sees every flag, so one
+// rings.
 
 /// The rounds of a shared-memory schedule and their waits. Each round every rank announces what
 /// it put in its slot or which buffers it works on (`announce(a, b)`), waits for all
@@ -81,16 +85,24 @@ class BufferExchange {
   void next() { ++round_; }
   /// Publishes this rank's round with two words (see ShmRegion::publish_words).
   void announce(uint64_t first_word = 0, uint64_t second_word = 0);
-  /// Waits for every rank's announcement and checks the signatures.
+  /// Wakes the peers that sleep on the round if it is complete, then waits for every rank's
+  /// announcement and checks the signatures. (The wake-up waits until here, so the work a rank
+  /// does between announcing and waiting drains its stores before the fence.)
   PublishedAwaiter peers_ready();
   /// Publishes that this rank's result for the round is there.
   void announce_done();
-  /// Waits for every rank's result.
+  /// The same as peers_ready for every rank's result.
   PublishedAwaiter peers_done();
   /// announce_done(), then peers_done().
   comm::Task finish();
 
  private:
+  /// After this rank's publication (inputs, or `results`): wakes the sleeping peers once every
+  /// rank's flag of the round is there.
+  void wake_if_complete(bool results);
+  /// The wait for every rank's announcement (or `results`) of this round.
+  PublishedAwaiter all_published(bool results) const;
+
   Group& g_;
   ShmRegion& region_;
   CallSignature signature_;

@@ -162,6 +162,7 @@ class OpGroup final : public collectives::Group {
   std::string_view transport_name() const override { return name_; }
   uint64_t communicator_id() const override { return ctx_; }
   const collectives::HostLayout* hosts() const override { return hosts_.get(); }
+  bool any_asleep(std::span<const int> world_ranks) override { return t_.any_asleep(world_ranks); }
   void wake_if_sleeping(std::span<const int> world_ranks) override { t_.wake_if_sleeping(world_ranks); }
   /// The tag of the operation's messages before the step (for collectives: with the signature).
   uint64_t tag_base() const { return tag_base_; }

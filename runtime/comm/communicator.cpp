@@ -42,6 +42,7 @@ class OwningTransport final : public transport::Transport {
   bool progress() override { return t_->progress(); }
   void wait_for_activity(std::chrono::microseconds max) override { t_->wait_for_activity(max); }
   bool mark_asleep(bool asleep) override { return t_->mark_asleep(asleep); }
+  bool any_asleep(std::span<const int> world_ranks) override { return t_->any_asleep(world_ranks); }
   void wake_if_sleeping(std::span<const int> world_ranks) override { t_->wake_if_sleeping(world_ranks); }
   bool peer_alive(int p) override { return t_->peer_alive(p); }
   std::optional<uint64_t> unmatched_tag(int p, uint64_t tag, uint64_t mask) override {

@@ -36,6 +36,7 @@ class CompositeTransport final : public transport::Transport {
     if (asleep && !remote_->arm()) return false;
     return shm_->mark_asleep(asleep);
   }
+  bool any_asleep(std::span<const int> world_ranks) override { return shm_->any_asleep(world_ranks); }
   void wake_if_sleeping(std::span<const int> world_ranks) override {
     shm_->wake_if_sleeping(world_ranks);
   }

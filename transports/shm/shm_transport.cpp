@@ -18,7 +18,6 @@
 
 #include "layouts/errors.h"
 #include "layouts/log.h"
-#include "transports/shm/asymmetric_fence.h"
 #include "transports/shm/pool_allocator.h"
 #include "transports/shm/process_memory.h"
 
@@ -163,10 +162,9 @@ struct Peer {
 class ShmTransportImpl final : public ShmTransport {
  public:
   ShmTransportImpl(int rank, int size, std::vector<int> local, std::unique_ptr<SharedSegment> seg,
-                   std::vector<int> pids, std::chrono::milliseconds timeout, size_t cma_threshold,
-                   bool asymmetric_fences)
+                   std::vector<int> pids, std::chrono::milliseconds timeout, size_t cma_threshold)
       : rank_(rank), size_(size), local_(std::move(local)), seg_(std::move(seg)), timeout_(timeout),
-        cma_threshold_(cma_threshold), asymmetric_fences_(asymmetric_fences) {
+        cma_threshold_(cma_threshold) {
     const size_t n = local_.size();
     auto* base = static_cast<char*>(seg_->data());
     auto* header = reinterpret_cast<SegmentHeader*>(base);
@@ -592,34 +590,34 @@ class ShmTransportImpl final : public ShmTransport {
 
   bool mark_asleep(bool asleep) override {
     my_area_->sleeping.store(asleep ? 1 : 0, std::memory_order_seq_cst);
-    if (!asleep) return true;
-    if (!asymmetric_fences_) {
-      std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the publishers' fences
-      return true;
-    }
-    // A failed heavy fence leaves a publisher's light one unpaired: its wake may be missed, and
-    // this rank sleeps out its timeout (at most 1 ms), never longer.
-    if (!heavy_fence() && !fence_failure_logged_) {
-      fence_failure_logged_ = true;
-      log().warn("seam shm: membarrier failed; wake-ups may come late (up to 1 ms)");
-    }
+    // Pairs with the fence of any_asleep / wake_if_sleeping: either the sleeper's look sees the
+    // caller's stores, or the caller's look sees the mark. (An asymmetric pair, membarrier on
+    // this side and none on the publishers', saved their fence but cost every sleep a round of
+    // interrupts on every core: at 8 ranks on the GPU host, with every wait sleeping, 1 KiB
+    // all-reduces took 101-106 us against 29 with full fences.)
+    if (asleep) std::atomic_thread_fence(std::memory_order_seq_cst);
     return true;
   }
 
+  bool any_asleep(std::span<const int> world_ranks) override {
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with mark_asleep's
+    for (int r : world_ranks)
+      if (r != rank_ && is_local(r) && peer(r).area->sleeping.load(std::memory_order_relaxed))
+        return true;
+    return false;
+  }
+
   void wake_if_sleeping(std::span<const int> world_ranks) override {
-    // Pairs with mark_asleep: either the sleeper's look sees our stores, or we see its mark and
-    // ring. Every publisher that sees the mark rings: one that cleared it could leave a later
-    // publisher, whose store the sleeper's look missed, finding no mark and ringing no one.
-    if (asymmetric_fences_)
-      light_fence();
-    else
-      std::atomic_thread_fence(std::memory_order_seq_cst);
+    // Every caller that sees the mark rings: one that cleared it could leave a later caller,
+    // whose store the sleeper's look missed, finding no mark and ringing no one.
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with mark_asleep's
     for (int r : world_ranks) {
       if (r == rank_ || !is_local(r)) continue;
       RankArea& a = *peer(r).area;
       if (a.sleeping.load(std::memory_order_relaxed)) ring_doorbell(a);
     }
   }
+
 
   void notify(int world_rank) override {
     Peer& p = peer(world_rank);
@@ -699,9 +697,6 @@ class ShmTransportImpl final : public ShmTransport {
   std::unique_ptr<SharedSegment> seg_;
   std::chrono::milliseconds timeout_;
   size_t cma_threshold_;
-  // Every local rank registered for asymmetric fences (mark_asleep, wake_if_sleeping).
-  bool asymmetric_fences_ = false;
-  bool fence_failure_logged_ = false;
   size_t ring_bytes_ = 0, mask_ = 0;
   size_t me_ = 0;
   RankArea* my_area_ = nullptr;
@@ -801,26 +796,20 @@ std::unique_ptr<ShmTransport> ShmTransport::create(transport::AddressExchange& e
       error = "rank " + std::to_string(leader) + " could not create the segment: " + lead_payload.substr(1);
     }
   }
-  // Round 2: everyone has mapped it (or says why not), whether it can read its peers through
-  // CMA and whether it registered for asymmetric fences (each used only when every local rank
-  // can); then the name can go.
-  bool fences_ok = register_asymmetric_fence();
-  const std::string ready = std::string("ok") + (cma_ok ? "1" : "0") + (fences_ok ? "1" : "0");
-  auto second = exchange.all_gather(error.empty() ? ready : error);
+  // Round 2: everyone has mapped it (or says why not), and whether it can read its peers through
+  // CMA (used only when every local rank can); then the name can go.
+  auto second = exchange.all_gather(error.empty() ? (cma_ok ? "ok1" : "ok0") : error);
   if (seg && rank == leader) seg->unlink();
   for (int r : local) {
     const std::string& v = second[static_cast<size_t>(r)];
-    if (v.size() != 4 || v.compare(0, 2, "ok") != 0)
+    if (v != "ok1" && v != "ok0")
       throw CommError("seam shm: rank " + std::to_string(r) + " could not map the shared segment: " + v, r);
-    if (v[2] == '0') cma_ok = false;
-    if (v[3] == '0') fences_ok = false;
+    if (v == "ok0") cma_ok = false;
   }
-  log().debug("shm: {} local ranks, {}-byte rings, single-copy (CMA) from {} bytes, {} fences", n,
-              ring_bytes, cma_ok ? std::to_string(cma_threshold) : std::string("never"),
-              fences_ok ? "asymmetric" : "full");
+  log().debug("shm: {} local ranks, {}-byte rings, single-copy (CMA) from {} bytes", n, ring_bytes,
+              cma_ok ? std::to_string(cma_threshold) : std::string("never"));
   return std::make_unique<ShmTransportImpl>(rank, exchange.size(), std::move(local), std::move(seg),
-                                            std::move(pids), timeout, cma_ok ? cma_threshold : 0,
-                                            fences_ok);
+                                            std::move(pids), timeout, cma_ok ? cma_threshold : 0);
 }
 
 }  // namespace seam::shm
