@@ -52,13 +52,6 @@ CallSignature signature_of(Collective c, DType dtype, ReduceOp op, const std::ve
   return signature_of(c, dtype, op, hash, variant);
 }
 
-std::vector<int> peers_from(int me, int n, bool with_me) {
-  std::vector<int> order;
-  for (int k = 1; k < n; ++k) order.push_back((me + k) % n);
-  if (with_me) order.push_back(me);
-  return order;
-}
-
 kernels::Store store_for(size_t bytes, int ranks, bool destination_cached) {
   const bool overflows = bytes * static_cast<size_t>(ranks) > 2 * kernels::last_level_cache_bytes();
   return !destination_cached && overflows ? kernels::Store::streaming : kernels::Store::cached;

@@ -43,8 +43,23 @@ inline uint64_t rounds_for(size_t elements, size_t per_round) {
 
 /// The ranks in the order rank `me` visits them: me + 1, me + 2, ... (and me last when
 /// `with_me`), so that ranks in step read from different peers, not all from rank 0 at once
-/// (single-copy reads of one process serialise on its page tables).
-std::vector<int> peers_from(int me, int n, bool with_me);
+/// (single-copy reads of one process serialise on its page tables). A range for range-for
+/// loops: no allocation on a collective's path.
+struct PeerOrder {
+  struct Iterator {
+    int me, n, k;
+    int operator*() const { return (me + k) % n; }
+    Iterator& operator++() {
+      ++k;
+      return *this;
+    }
+    bool operator!=(const Iterator& o) const { return k != o.k; }
+  };
+  int me, n, visits;
+  Iterator begin() const { return {me, n, 1}; }
+  Iterator end() const { return {me, n, visits + 1}; }
+};
+inline PeerOrder peers_from(int me, int n, bool with_me) { return {me, n, n - 1 + (with_me ? 1 : 0)}; }
 
 /// Results reach the user's buffer through non-temporal stores when the call's buffers on all
 /// local ranks (`bytes` each) overflow the last-level cache twice over and this rank has not

@@ -6,6 +6,7 @@
 
 #include "runtime/collectives/host_layout.h"
 #include "runtime/collectives/selection.h"
+#include "runtime/collectives/shm_common.h"
 #include "runtime/collectives/shm_tuner.h"
 
 namespace seam::test {
@@ -180,3 +181,16 @@ TEST_CASE("the schedule tuner keeps the fallback unless another schedule is more
 }
 
 }  // namespace seam::test
+
+TEST_CASE("peers_from visits the next ranks first, and this one last when asked") {
+  auto visits = [](int me, int n, bool with_me) {
+    std::vector<int> order;
+    for (int p : seam::collectives::peers_from(me, n, with_me)) order.push_back(p);
+    return order;
+  };
+  CHECK(visits(1, 4, true) == std::vector<int>{2, 3, 0, 1});
+  CHECK(visits(1, 4, false) == std::vector<int>{2, 3, 0});
+  CHECK(visits(3, 4, false) == std::vector<int>{0, 1, 2});
+  CHECK(visits(0, 1, true) == std::vector<int>{0});
+  CHECK(visits(0, 1, false).empty());
+}
