@@ -249,8 +249,8 @@ void Engine::drive(WorkState& w) {
         sched_yield();
       continue;
     }
-    // Marked asleep, one last look: a peer that publishes a shared-memory flag this rank waits
-    // on either is seen here or sees the mark and wakes it (wake_if_sleeping).
+    // Marked asleep, one last look: a peer's shared-memory flag this rank waits on is either
+    // seen here, or its publisher sees the mark, and whoever completes the round rings.
     if (!transport_->mark_asleep(true)) continue;  // events wait: poll them
     const uint64_t resumed_before_look = comm::Task::resumptions_on_this_thread();
     const bool arrived = transport_->progress();

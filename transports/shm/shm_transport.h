@@ -10,10 +10,10 @@
 //
 // Waiting: each rank has a doorbell word in the segment. A rank with nothing to do marks itself
 // asleep and FUTEX_WAITs on its doorbell (with a timeout); whoever publishes data for it, or frees
-// ring space it waits for, rings it; so do the shared-memory collectives after publishing a
-// round's flag (wake_if_sleeping), for which the driver marks itself asleep before its last look
-// (mark_asleep). So an oversubscribed host (5 ranks on 2 cores) never has
-// ranks burning the cores their peers need.
+// ring space it waits for, rings it; so does the shared-memory collectives' rank that finds a
+// round complete which a marked peer waits on (any_asleep, wake_if_sleeping; the driver marks
+// itself before its last look, mark_asleep). So an oversubscribed host (5 ranks on 2 cores)
+// never has ranks burning the cores their peers need.
 //
 // Dead peers: the local peers' pids are exchanged at start-up and watched through pidfds while
 // waiting; a dead peer fails every pending request involving it, naming the rank and pid.
