@@ -91,8 +91,10 @@ struct Ones {
   }
 };
 
-/// LongCat's shortcut (a prepared branch merged with the MoE's output) with `attn_dp` replicas.
-void run_longcat(const std::shared_ptr<comm::Communicator>& world, int attn_dp);
+/// LongCat's shortcut (a prepared branch merged with the MoE's output) with `attn_dp` replicas,
+/// optionally with an all-to-all MoE on local rows (the branch input then gathers DP).
+void run_longcat(const std::shared_ptr<comm::Communicator>& world, int attn_dp,
+                 PaddingMode padding = PaddingMode::SUM_LEN, bool a2a = false);
 /// Two MHC layers (nonlinear attention update, FFN written at the producer), on an input-scattered
 /// batch or with a configured dense-FFN TP size (0: tp) when asked.
 void run_mhc(const std::shared_ptr<comm::Communicator>& world, int attn_dp, ReductionPolicy policy, PaddingMode padding,

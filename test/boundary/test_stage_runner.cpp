@@ -458,6 +458,14 @@ int main() {
       run_longcat(world, attn_dp);
       ++cases;
     }
+    // LongCat with an all-to-all MoE: the prepared branch's input moves from the MoE's local rows
+    // (attention-TP slices) to the dense branch's DP-gathered rows (move_rows' DP gather), under
+    // MAX_LEN padding (uneven replicas) and SUM_LEN; at 4 ranks attn_dp=2 gives attention TP 2.
+    for (int attn_dp = 1; attn_dp <= tp; attn_dp *= 2)
+      for (PaddingMode padding : {PaddingMode::MAX_LEN, PaddingMode::SUM_LEN}) {
+        run_longcat(world, attn_dp, padding, /*a2a=*/true);
+        ++cases;
+      }
     // FP8 attention input: on its own rows, and gathered (values and scales) after an a2a MoE.
     for (int attn_dp = 1; attn_dp <= tp; attn_dp *= 2) {
       std::vector<int64_t> tokens(attn_dp, 3);
