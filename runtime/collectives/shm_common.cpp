@@ -58,8 +58,8 @@ kernels::Store store_for(size_t bytes, int ranks, bool destination_cached) {
 }
 
 void BufferExchange::wake_if_complete(bool results) {
+  // any_asleep's fence also orders this rank's flag before its look at the others' flags.
   if (!g_.any_asleep(region_.members())) return;
-  std::atomic_thread_fence(std::memory_order_seq_cst);  // see the flags of the others that found it
   if (all_published(results).blocking_peer() == -1) g_.wake_if_sleeping(region_.members());
 }
 

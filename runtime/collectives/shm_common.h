@@ -70,15 +70,14 @@ inline PeerOrder peers_from(int me, int n, bool with_me) { return {me, n, n - 1 
 kernels::Store store_for(size_t bytes, int ranks, bool destination_cached);
 
 // The communicator's driver spins a while, then sleeps until a message arrives, a peer wakes
-// it, or 1 ms passes; flags in the region move no transport. So every publication ends with a
-// look for peers marked asleep (Group::any_asleep: a fence and a line per peer that only changes
-// when it sleeps). Only where one sleeps: a second fence, and if every rank's flag of the round
-// is there, the ring. A sleeper is woken
-// once, when its round is complete (a halted vCPU took 100-250 us to run again on the GPU
-// host: a ring per publication woke each sleeper up to n - 1 times a round, and 1 KiB calls
-// at 8 ranks went to 500 us). Every publisher whose flag a sleeper's last look missed finds its
-// mark (the fences pair); of those, the last to pass its second fence sees every flag, so one
-// rings.
+// it, or 1 ms passes; flags in the region move no transport. So every publication is followed,
+// before the rank waits, by a look for peers marked asleep (Group::any_asleep: a fence and a line
+// per peer that only changes when it sleeps). Only where one sleeps, and every rank's flag of
+// the round is there, the ring. A sleeper is woken once, when its round is complete (a halted
+// vCPU took 100-250 us to run again on the GPU host: a ring per publication woke each sleeper up
+// to n - 1 times a round, and 1 KiB calls at 8 ranks went to 500 us). Every publisher whose flag
+// a sleeper's last look missed finds its mark (the fences pair); of those, the last to pass its
+// fence sees every flag, so one rings.
 
 /// The rounds of a shared-memory schedule and their waits. Each round every rank announces what
 /// it put in its slot or which buffers it works on (`announce(a, b)`), waits for all

@@ -88,6 +88,11 @@ void ring_doorbell(RankArea& a) {
   futex(&a.doorbell, FUTEX_WAKE, 1, nullptr);
 }
 
+/// Rings a rank marked asleep; the caller fenced after its stores (see wake_if_sleeping).
+void ring_if_asleep(RankArea& a) {
+  if (a.sleeping.load(std::memory_order_relaxed)) ring_doorbell(a);
+}
+
 struct SendRequest final : transport::Request {
   SendRequest(int peer, uint64_t tag, const void* data, size_t size, RecordKind kind, uint64_t arg, uint64_t id)
       : Request(peer), tag(tag), data(static_cast<const char*>(data)), size(size), kind(kind), arg(arg), id(id) {}
@@ -337,7 +342,7 @@ class ShmTransportImpl final : public ShmTransport {
     // Pairs with the fence in wait_for_activity: either the sleeper sees our data, or we see it
     // asleep and ring it.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (a.sleeping.load(std::memory_order_relaxed)) ring_doorbell(a);
+    ring_if_asleep(a);
   }
 
   /// Writes as much of the queued sends as the ring takes. True if anything moved.
@@ -611,13 +616,9 @@ class ShmTransportImpl final : public ShmTransport {
     // Every caller that sees the mark rings: one that cleared it could leave a later caller,
     // whose store the sleeper's look missed, finding no mark and ringing no one.
     std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with mark_asleep's
-    for (int r : world_ranks) {
-      if (r == rank_ || !is_local(r)) continue;
-      RankArea& a = *peer(r).area;
-      if (a.sleeping.load(std::memory_order_relaxed)) ring_doorbell(a);
-    }
+    for (int r : world_ranks)
+      if (r != rank_ && is_local(r)) ring_if_asleep(*peer(r).area);
   }
-
 
   void notify(int world_rank) override {
     Peer& p = peer(world_rank);
