@@ -62,12 +62,11 @@ struct PeerOrder {
 inline PeerOrder peers_from(int me, int n, bool with_me) { return {me, n, n - 1 + (with_me ? 1 : 0)}; }
 
 /// Results reach the user's buffer through non-temporal stores when the call's buffers on all
-/// local ranks (`bytes` each) overflow the last-level cache twice over and this rank has not
-/// just read the destination lines (out-of-place reductions, gathers): writing through the
-/// cache would then first read every line from memory. Smaller results stay in cache for
-/// whoever reads them next. (2 ranks on a 32 MiB-L3 EPYC: cached stores 1.2-1.6x faster from
-/// 1 to 16 MiB, streaming ones 1.25x faster at 64 MiB all-gather; a 2-vCPU guest, whose cache
-/// counts 32 MiB: see kLastLevelCacheBytesPerCpu.)
+/// local ranks (`bytes` each) overflow the last-level cache, counted up to 32 MiB, twice over
+/// and this rank has not just read the destination lines (out-of-place reductions, gathers):
+/// writing through the cache would then first read every line from memory. Smaller results
+/// stay in cache for whoever reads them next. (2 ranks on a 32 MiB-L3 EPYC: cached stores
+/// 1.2-1.6x faster from 1 to 16 MiB, streaming ones 1.25x faster at 64 MiB all-gather.)
 kernels::Store store_for(size_t bytes, int ranks, bool destination_cached);
 
 // The communicator's driver spins a while, then sleeps until a message arrives, a peer wakes
