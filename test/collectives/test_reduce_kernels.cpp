@@ -62,7 +62,7 @@ TEST_CASE("reduction kernels match the scalar reference on every instruction set
     if (!kernels::reduce_isa_supported(isa)) continue;
     for (DType dtype : kDtypes)
       for (ReduceOp op : kOps)
-        for (size_t nsrc : {1, 2, 3, 4, 5, 7})
+        for (size_t nsrc : {1, 2, 3, 4, 5, 7, 8, 11})
           for (size_t count : {0, 1, 15, 33, 2049, 5000}) {
             CAPTURE(kernels::reduce_isa_name(isa));
             CAPTURE(dtype_name(dtype));
@@ -84,10 +84,15 @@ TEST_CASE("reduction kernels match the scalar reference on every instruction set
             kernels::reduce(isa, misaligned, pointers(srcs), count, dtype, op, kernels::Store::streaming);
             CHECK(std::memcmp(misaligned, expected.data(), expected.size()) == 0);
 
-            // dst aliasing the last source (what in-place algorithms do).
-            std::vector<const void*> p = pointers(srcs);
-            kernels::reduce(isa, const_cast<void*>(p.back()), p, count, dtype, op);
-            CHECK(std::memcmp(p.back(), expected.data(), expected.size()) == 0);
+            // dst aliasing the last source (what in-place algorithms do), then the first (past
+            // four sources, read in the first group and written in the last).
+            for (bool first : {false, true}) {
+              auto copies = srcs;
+              std::vector<const void*> p = pointers(copies);
+              void* dst = const_cast<void*>(first ? p.front() : p.back());
+              kernels::reduce(isa, dst, p, count, dtype, op);
+              CHECK(std::memcmp(dst, expected.data(), expected.size()) == 0);
+            }
           }
   }
 }
