@@ -3,7 +3,9 @@
 // once): results must match bit for bit.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "kernels/reduce/reduce.h"
@@ -94,6 +96,41 @@ TEST_CASE("reduction kernels match the scalar reference on every instruction set
               CHECK(std::memcmp(dst, expected.data(), expected.size()) == 0);
             }
           }
+  }
+}
+
+TEST_CASE("bf16 sums round once to nearest even, overflow to infinity and keep NaN, on every set") {
+  // {a, b, a + b} in bf16 bits; 40 elements reach the 32-wide, the 8-wide and the scalar paths.
+  struct Case {
+    uint16_t a, b, sum;
+  };
+  constexpr Case kCases[] = {
+      {0x3f80, 0x3b80, 0x3f80},  // 1 + 2^-8: a tie, to the even 1
+      {0x3f81, 0x3b80, 0x3f82},  // 1.0078125 + 2^-8: a tie, to the even 1.015625
+      {0x3f80, 0x3c00, 0x3f81},  // exact
+      {0xbf80, 0x3b80, 0xbf7f},  // -1 + 2^-8, exact
+      {0x7f80, 0x3f80, 0x7f80},  // inf + 1
+      {0x7f7f, 0x7f7f, 0x7f80},  // the largest finite twice: infinity
+      {0x7fc1, 0x3f80, 0x7fc1},  // quiet NaN + 1
+  };
+  constexpr size_t kCount = 40;
+  std::vector<uint16_t> a(kCount), b(kCount), expected(kCount);
+  for (size_t i = 0; i < kCount; ++i) {
+    const Case& c = kCases[i % std::size(kCases)];
+    a[i] = c.a, b[i] = c.b, expected[i] = c.sum;
+  }
+  for (auto isa : kIsas) {
+    if (!kernels::reduce_isa_supported(isa)) continue;
+    CAPTURE(kernels::reduce_isa_name(isa));
+    for (auto store : {kernels::Store::cached, kernels::Store::streaming}) {
+      std::vector<uint16_t> out(kCount);
+      const void* srcs[2] = {a.data(), b.data()};
+      kernels::reduce(isa, out.data(), srcs, kCount, DType::bf16, ReduceOp::sum, store);
+      for (size_t i = 0; i < kCount; ++i) {
+        CAPTURE(i);
+        CHECK(out[i] == expected[i]);
+      }
+    }
   }
 }
 
