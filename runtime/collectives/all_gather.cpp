@@ -12,8 +12,8 @@ namespace seam::collectives {
 namespace {
 
 /// Copies this rank's block into place unless send already is that place (in-place call).
-void place_own_block(const char* send, char* recv, const std::vector<size_t>& counts,
-                     const std::vector<size_t>& off, int r, size_t es) {
+void place_own_block(const char* send, char* recv, std::span<const size_t> counts,
+                     std::span<const size_t> off, int r, size_t es) {
   char* mine = recv + off[r] * es;
   if (mine != send && counts[r]) std::memcpy(mine, send, counts[r] * es);
 }

@@ -19,7 +19,7 @@ comm::Task direct_all_reduce(Group& g, const char* send, char* recv, size_t coun
   const int n = g.size(), r = g.rank();
   const size_t bytes = count * dtype_size(dtype);
   Scratch staging((n - 1) * bytes);
-  std::vector<const void*> sources(n);
+  Sources sources(n);
   std::vector<ExpectedReceive> receives;
   for (int p = 0; p < n; ++p) {
     if (p == r) {
@@ -42,7 +42,8 @@ comm::Task direct_all_reduce(Group& g, const char* send, char* recv, size_t coun
 
 comm::Task ring_all_reduce(Group& g, const char* send, char* recv, size_t count, DType dtype,
                            ReduceOp op) {
-  const auto blocks = even_blocks(count, g.size());
+  const auto even = even_blocks(count, g.size());
+  const std::vector<size_t> blocks(even.begin(), even.end());
   char* mine = recv + block_offsets(blocks)[g.rank()] * dtype_size(dtype);
   comm::Task reduce = ring_reduce_scatter(g, kName, send, mine, blocks, dtype, op, 0);
   co_await comm::run(reduce);

@@ -12,14 +12,14 @@ namespace {
 constexpr size_t kDefaultChunkBytes = 256 * 1024;
 }  // namespace
 
-std::vector<size_t> block_offsets(std::span<const size_t> counts) {
-  std::vector<size_t> offsets(counts.size() + 1, 0);
+Blocks block_offsets(std::span<const size_t> counts) {
+  Blocks offsets(counts.size() + 1, 0);
   for (size_t r = 0; r < counts.size(); ++r) offsets[r + 1] = offsets[r] + counts[r];
   return offsets;
 }
 
-std::vector<size_t> even_blocks(size_t count, int n) {
-  std::vector<size_t> blocks(n, count / n);
+Blocks even_blocks(size_t count, int n) {
+  Blocks blocks(static_cast<size_t>(n), count / n);
   for (size_t r = 0; r < count % n; ++r) ++blocks[r];
   return blocks;
 }

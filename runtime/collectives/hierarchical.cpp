@@ -123,9 +123,11 @@ struct HostBlocks {
 
   HostViews views;
   size_t es;
-  std::vector<size_t> offsets;             // the caller's blocks' offsets, by rank
-  std::vector<size_t> ordered, ordered_at;  // the blocks in host order, and their offsets
-  std::vector<size_t> across, at;          // the blocks that cross the network, and their offsets
+  Blocks offsets;                      // the caller's blocks' offsets, by rank
+  std::vector<size_t> ordered;         // the blocks in host order
+  Blocks ordered_at;                   // ... and their offsets
+  std::vector<size_t> across;          // the blocks that cross the network
+  Blocks at;                           // ... and their offsets
   Algorithm network;
 
  private:

@@ -21,7 +21,7 @@ comm::Task direct_reduce_scatter(Group& g, std::string_view collective, const ch
   const auto off = block_offsets(counts);
   const size_t mine = counts[r] * es;
   Scratch staging((n - 1) * mine);
-  std::vector<const void*> sources(n);
+  Sources sources(n);
   std::vector<ExpectedReceive> receives;
   for (int p = 0; p < n; ++p) {
     if (p == r) {

@@ -118,7 +118,7 @@ bool folds_even_shares(const std::vector<size_t>& counts) {
 
 /// Block j is cut into `rounds` pieces of `piece[j]` elements (the last ones shorter or empty).
 struct Pieces {
-  std::vector<size_t> piece;
+  Blocks piece;
   size_t length(size_t count, size_t j, uint64_t k) const {
     size_t begin = k * piece[j];
     return begin >= count ? 0 : std::min(piece[j], count - begin);
@@ -126,8 +126,8 @@ struct Pieces {
 };
 
 Pieces cut(const std::vector<size_t>& counts, uint64_t rounds) {
-  Pieces p;
-  for (size_t c : counts) p.piece.push_back(ceil_div(c, rounds));
+  Pieces p{Blocks(counts.size())};
+  for (size_t j = 0; j < counts.size(); ++j) p.piece[j] = ceil_div(counts[j], rounds);
   return p;
 }
 
@@ -144,7 +144,7 @@ void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char
   const size_t es = dtype_size(dtype);
   const size_t chunk = kSingleCopyChunkBytes / es;
   Scratch scratch((n - 1) * kSingleCopyChunkBytes);
-  std::vector<const void*> sources(n);
+  Sources sources(n);
   for (size_t begin = 0; begin < count; begin += chunk) {
     const size_t length = std::min(chunk, count - begin);
     for (int p = 0; p < n; ++p) {
@@ -236,7 +236,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
                    in_shares ? ShmVariant::slots : ShmVariant::slots_whole),
       "all_reduce", rounds);
   const kernels::Store store = store_for(count * es, n, send == recv);
-  std::vector<const void*> sources(n);
+  Sources sources(n);
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
     const uint64_t round = exchange.round();
     const size_t begin = k * per_round, length = std::min(per_round, count - begin);
@@ -337,7 +337,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
                                        balanced ? ShmVariant::slots_balanced : ShmVariant::slots),
                           collective, rounds);
   const kernels::Store store = store_for(total * es, n, out == send + off[me] * es);
-  std::vector<const void*> sources(n);
+  Sources sources(n);
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
     const uint64_t round = exchange.round();
     char* mine = region->slot(me, round);

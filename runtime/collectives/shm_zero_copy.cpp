@@ -46,7 +46,7 @@ comm::Task zero_copy_all_reduce(Group& g, ShmRegion& region, const char* send, c
   const kernels::Store store = store_for(count * es, n, false);
   const size_t chunk = kChunkBytes / es;
   Scratch folded(kChunkBytes);
-  std::vector<const void*> sources(n);
+  Sources sources(n);
   for (size_t begin = at[me]; begin < at[me + 1]; begin += chunk) {
     const size_t length = std::min(chunk, at[me + 1] - begin);
     for (int p = 0; p < n; ++p) sources[p] = sends[p] + begin * es;
@@ -81,7 +81,7 @@ comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_vie
   for (int p = 0; p < n; ++p) shared_outputs &= counts[p] == 0 || region.word_of(p, exchange.round(), 1) != 0;
   const auto shares = shared_outputs ? block_offsets(even_blocks(off.back(), n)) : off;
   const size_t chunk = kChunkBytes / es;
-  std::vector<const void*> sources(n);
+  Sources sources(n);
   for (int j : peers_from(me, n, true)) {
     // The part of block j in this rank's share, in the whole range.
     const size_t first = std::clamp(off[j], shares[me], shares[me + 1]);

@@ -1,9 +1,11 @@
 // Algorithm selection with the built-in thresholds (this test runs without SEAM_ALGO and
-// SEAM_SMALL_MSG_BYTES).
+// SEAM_SMALL_MSG_BYTES), and the small helpers the schedules share (peer order, block offsets).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <vector>
 
+#include "runtime/collectives/blocks.h"
 #include "runtime/collectives/host_layout.h"
 #include "runtime/collectives/selection.h"
 #include "runtime/collectives/shm_common.h"
@@ -193,4 +195,28 @@ TEST_CASE("peers_from visits the next ranks first, and this one last when asked"
   CHECK(visits(3, 4, false) == std::vector<int>{0, 1, 2});
   CHECK(visits(0, 1, true) == std::vector<int>{0});
   CHECK(visits(0, 1, false).empty());
+}
+
+TEST_CASE("block helpers and InlineVector, in place and on the heap") {
+  using seam::collectives::Blocks;
+  for (int n : {1, 2, 3, 16, 17, 40}) {  // up to 16 ranks the offsets (n + 1) fit in place
+    CAPTURE(n);
+    const Blocks blocks = seam::collectives::even_blocks(100, n);
+    REQUIRE(blocks.size() == static_cast<size_t>(n));
+    CHECK(blocks[0] == 100 / n + (100 % n ? 1 : 0));
+    CHECK(blocks[n - 1] == 100 / n);
+    const Blocks at = seam::collectives::block_offsets(blocks);
+    REQUIRE(at.size() == static_cast<size_t>(n) + 1);
+    CHECK(at[0] == 0);
+    CHECK(at.back() == 100);
+    Blocks copy = at;  // copies, then moves, keep every element
+    Blocks moved = std::move(copy);
+    CHECK(std::equal(moved.begin(), moved.end(), at.begin(), at.end()));
+    Blocks assigned(3, 7);
+    assigned = moved;
+    CHECK(std::equal(assigned.begin(), assigned.end(), at.begin(), at.end()));
+    assigned = Blocks(2, 9);
+    CHECK(assigned.size() == 2);
+    CHECK(assigned[1] == 9);
+  }
 }
