@@ -3,6 +3,7 @@
 // peer order, and the rounds of publications and waits (waking the peers that sleep).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,21 @@ inline size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 /// that passed none while they passed some fails with them, not at their deadline).
 inline uint64_t rounds_for(size_t elements, size_t per_round) {
   return elements ? ceil_div(elements, per_round) : 1;
+}
+
+/// Where in its slot a call whose data fits one round puts `bytes` (alike on every rank) in
+/// round `round`: among two ranks, at the next place of the slot's first 64 KiB, call after
+/// call, so that a writer seldom rewrites lines its peer has just read (it would wait for them
+/// to be taken back from the peer's cache first); otherwise at the start. 2-rank all-gathers,
+/// 2000 calls: dev 4 KiB 1.11-1.17 -> 0.97-0.99 us, 32 KiB 3.19-3.95 -> 2.42-2.43; Xeon 32 KiB
+/// 4.77-4.83 -> 3.46-3.81, 4-16 KiB even. At 8 ranks it lost (Xeon 32 KiB 5.2-6.5 -> 7.8 us).
+inline size_t slot_place(int ranks, uint64_t round, size_t bytes, size_t slot_bytes) {
+  constexpr size_t kWindowBytes = 64 * 1024;
+  const size_t window = std::min(kWindowBytes, slot_bytes);
+  const size_t stride = ceil_div(bytes, 64) * 64;
+  if (ranks != 2 || stride == 0 || 2 * stride > window) return 0;
+  // Rounds alternate between a rank's two slots: each slot sees every other round.
+  return (round / 2 % (window / stride)) * stride;
 }
 
 /// The ranks in the order rank `me` visits them: me + 1, me + 2, ... (and me last when

@@ -242,22 +242,24 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     const size_t begin = k * per_round, length = std::min(per_round, count - begin);
     const auto shares = even_blocks(length, n);
     const auto at = block_offsets(shares);
+    const size_t place = slot_place(n, round, length * es, region->slot_bytes());
+    auto slot_of = [&](int p) { return region->slot(p, round) + place; };
     if (in_shares) {  // this rank's own share is read by no peer
-      std::memcpy(region->slot(me, round), send + begin * es, at[me] * es);
-      std::memcpy(region->slot(me, round) + at[me + 1] * es, send + (begin + at[me + 1]) * es,
+      std::memcpy(slot_of(me), send + begin * es, at[me] * es);
+      std::memcpy(slot_of(me) + at[me + 1] * es, send + (begin + at[me + 1]) * es,
                   (length - at[me + 1]) * es);
     } else {
-      std::memcpy(region->slot(me, round), send + begin * es, length * es);
+      std::memcpy(slot_of(me), send + begin * es, length * es);
     }
     exchange.announce();
     co_await exchange.peers_ready();
     if (!in_shares) {
-      for (int p = 0; p < n; ++p) sources[p] = p == me ? send + begin * es : region->slot(p, round);
+      for (int p = 0; p < n; ++p) sources[p] = p == me ? send + begin * es : slot_of(p);
       kernels::reduce(recv + begin * es, sources, length, dtype, op, store);
       continue;
     }
     for (int p = 0; p < n; ++p)
-      sources[p] = p == me ? send + (begin + at[me]) * es : region->slot(p, round) + at[me] * es;
+      sources[p] = p == me ? send + (begin + at[me]) * es : slot_of(p) + at[me] * es;
     kernels::reduce(region->result(me, round), sources, shares[me], dtype, op);
     exchange.announce_done();
     co_await exchange.peers_done();
@@ -340,7 +342,9 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   Sources sources(n);
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
     const uint64_t round = exchange.round();
-    char* mine = region->slot(me, round);
+    const size_t place = slot_place(n, round, at[n] * es, region->slot_bytes());
+    auto slot_of = [&](int p) { return region->slot(p, round) + place; };
+    char* mine = slot_of(me);
     // Block j's piece of this round: slot positions [at[j], piece_end(j)), from send + from(j).
     auto piece_end = [&](int j) { return at[j] + pieces.length(counts[j], j, k); };
     auto from = [&](int j) { return send + (off[j] + k * pieces.piece[j]) * es; };
@@ -350,7 +354,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
         if (j != me) std::memcpy(mine + at[j] * es, from(j), (piece_end(j) - at[j]) * es);
       exchange.announce();
       co_await exchange.peers_ready();
-      for (int p = 0; p < n; ++p) sources[p] = p == me ? from(me) : region->slot(p, round) + at[me] * es;
+      for (int p = 0; p < n; ++p) sources[p] = p == me ? from(me) : slot_of(p) + at[me] * es;
       kernels::reduce(to, sources, piece_end(me) - at[me], dtype, op, store);
       continue;
     }
@@ -370,7 +374,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
       const size_t last = std::clamp(piece_end(j), share[me], share[me + 1]);
       if (first >= last) continue;
       for (int p = 0; p < n; ++p)
-        sources[p] = p == me ? from(j) + (first - at[j]) * es : region->slot(p, round) + first * es;
+        sources[p] = p == me ? from(j) + (first - at[j]) * es : slot_of(p) + first * es;
       if (j == me)
         kernels::reduce(to + (first - at[me]) * es, sources, last - first, dtype, op, store);
       else
@@ -457,14 +461,15 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
   char* own = recv + off[me] * es;
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
     const uint64_t round = exchange.round();
-    std::memcpy(region->slot(me, round), send + k * pieces.piece[me] * es,
+    const size_t place = slot_place(n, round, ceil_div(largest, rounds) * es, region->slot_bytes());
+    std::memcpy(region->slot(me, round) + place, send + k * pieces.piece[me] * es,
                 pieces.length(counts[me], me, k) * es);
     exchange.announce();
     // This rank's own block moves while the peers fill their first slots.
     if (k == 0 && own != send) kernels::copy(own, send, counts[me] * es, store);
     co_await exchange.peers_ready();
     for (int p : peers_from(me, n, false))
-      kernels::copy(recv + (off[p] + k * pieces.piece[p]) * es, region->slot(p, round),
+      kernels::copy(recv + (off[p] + k * pieces.piece[p]) * es, region->slot(p, round) + place,
                     pieces.length(counts[p], p, k) * es, store);
   }
   region.finish(choice);

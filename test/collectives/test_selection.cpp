@@ -220,3 +220,25 @@ TEST_CASE("block helpers and InlineVector, in place and on the heap") {
     CHECK(assigned[1] == 9);
   }
 }
+
+TEST_CASE("slot_place rotates two ranks' single-round data through the slot's first 64 KiB") {
+  using seam::collectives::slot_place;
+  constexpr size_t kSlot = 1 << 20;
+  for (size_t bytes : {1, 64, 1000, 4096, 32768}) {
+    CAPTURE(bytes);
+    size_t distinct = 0, previous = 1;
+    for (uint64_t round = 1; round < 400; ++round) {
+      const size_t place = slot_place(2, round, bytes, kSlot);
+      CHECK(place % 64 == 0);
+      CHECK(place + bytes <= 64 * 1024);
+      CHECK(place == slot_place(2, round ^ 1, bytes, kSlot));  // both slots of a round pair
+      if (place != previous) ++distinct;
+      previous = place;
+    }
+    CHECK(distinct > 1);  // it moves
+  }
+  CHECK(slot_place(2, 7, 40000, kSlot) == 0);  // two of these do not fit the window
+  CHECK(slot_place(3, 7, 4096, kSlot) == 0);   // more ranks: always at the start
+  CHECK(slot_place(2, 7, 0, kSlot) == 0);
+  CHECK(slot_place(2, 9, 4096, 8192) + 4096 <= 8192);  // a slot smaller than the window
+}
