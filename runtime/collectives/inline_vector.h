@@ -25,14 +25,18 @@ class InlineVector {
     if (this != &other) *this = InlineVector(other);
     return *this;
   }
+  /// Leaves `other` empty.
   InlineVector(InlineVector&& other) noexcept
       : size_(other.size_), heap_(std::move(other.heap_)) {
     if (!heap_) std::copy(other.local_, other.local_ + size_, local_);
+    other.size_ = 0;
   }
   InlineVector& operator=(InlineVector&& other) noexcept {
+    if (this == &other) return *this;
     size_ = other.size_;
     heap_ = std::move(other.heap_);
     if (!heap_) std::copy(other.local_, other.local_ + size_, local_);
+    other.size_ = 0;
     return *this;
   }
 

@@ -100,7 +100,7 @@ TEST_CASE("reduction kernels match the scalar reference on every instruction set
 }
 
 TEST_CASE("bf16 sums round once to nearest even, overflow to infinity and keep NaN, on every set") {
-  // {a, b, a + b} in bf16 bits; 40 elements reach the 32-wide, the 8-wide and the scalar paths.
+  // {a, b, a + b} in bf16 bits; 43 elements reach the 32-wide, the 8-wide and the scalar paths.
   struct Case {
     uint16_t a, b, sum;
   };
@@ -112,8 +112,10 @@ TEST_CASE("bf16 sums round once to nearest even, overflow to infinity and keep N
       {0x7f80, 0x3f80, 0x7f80},  // inf + 1
       {0x7f7f, 0x7f7f, 0x7f80},  // the largest finite twice: infinity
       {0x7fc1, 0x3f80, 0x7fc1},  // quiet NaN + 1
+      {0x7f81, 0x3f80, 0x7fc1},  // signalling NaN + 1: quieted
+      {0xbf80, 0xbb80, 0xbf80},  // -1 - 2^-8: a tie, to the even -1
   };
-  constexpr size_t kCount = 40;
+  constexpr size_t kCount = 43;
   std::vector<uint16_t> a(kCount), b(kCount), expected(kCount);
   for (size_t i = 0; i < kCount; ++i) {
     const Case& c = kCases[i % std::size(kCases)];

@@ -211,6 +211,7 @@ TEST_CASE("block helpers and InlineVector, in place and on the heap") {
     CHECK(at.back() == 100);
     Blocks copy = at;  // copies, then moves, keep every element
     Blocks moved = std::move(copy);
+    CHECK(copy.size() == 0);  // NOLINT(bugprone-use-after-move): moves leave it empty
     CHECK(std::equal(moved.begin(), moved.end(), at.begin(), at.end()));
     Blocks assigned(3, 7);
     assigned = moved;
