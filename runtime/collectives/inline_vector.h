@@ -14,11 +14,10 @@ template <class T, size_t N>
 class InlineVector {
  public:
   InlineVector() : InlineVector(0) {}
-  explicit InlineVector(size_t size, const T& value = T{})
-      : size_(size), heap_(size > N ? std::make_unique<T[]>(size) : nullptr) {
+  explicit InlineVector(size_t size, const T& value = T{}) : InlineVector(Unfilled{}, size) {
     std::fill(begin(), end(), value);
   }
-  InlineVector(const InlineVector& other) : InlineVector(other.size_) {
+  InlineVector(const InlineVector& other) : InlineVector(Unfilled{}, other.size_) {
     std::copy(other.begin(), other.end(), begin());
   }
   InlineVector& operator=(const InlineVector& other) {
@@ -52,6 +51,11 @@ class InlineVector {
   const T& back() const { return data()[size_ - 1]; }
 
  private:
+  struct Unfilled {};
+  /// Storage for `size` elements, written by the caller.
+  InlineVector(Unfilled, size_t size)
+      : size_(size), heap_(size > N ? std::make_unique_for_overwrite<T[]>(size) : nullptr) {}
+
   size_t size_;
   std::unique_ptr<T[]> heap_;
   T local_[N];

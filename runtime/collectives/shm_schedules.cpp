@@ -240,24 +240,24 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
     const uint64_t round = exchange.round();
     const size_t begin = k * per_round, length = std::min(per_round, count - begin);
-    const auto shares = even_blocks(length, n);
-    const auto at = block_offsets(shares);
     const size_t place = slot_place(n, round, length * es, region->slot_bytes());
     auto slot_of = [&](int p) { return region->slot(p, round) + place; };
-    if (in_shares) {  // this rank's own share is read by no peer
-      std::memcpy(slot_of(me), send + begin * es, at[me] * es);
-      std::memcpy(slot_of(me) + at[me + 1] * es, send + (begin + at[me + 1]) * es,
-                  (length - at[me + 1]) * es);
-    } else {
-      std::memcpy(slot_of(me), send + begin * es, length * es);
-    }
-    exchange.announce();
-    co_await exchange.peers_ready();
     if (!in_shares) {
+      std::memcpy(slot_of(me), send + begin * es, length * es);
+      exchange.announce();
+      co_await exchange.peers_ready();
       for (int p = 0; p < n; ++p) sources[p] = p == me ? send + begin * es : slot_of(p);
       kernels::reduce(recv + begin * es, sources, length, dtype, op, store);
       continue;
     }
+    const auto shares = even_blocks(length, n);
+    const auto at = block_offsets(shares);
+    // This rank's own share is read by no peer.
+    std::memcpy(slot_of(me), send + begin * es, at[me] * es);
+    std::memcpy(slot_of(me) + at[me + 1] * es, send + (begin + at[me + 1]) * es,
+                (length - at[me + 1]) * es);
+    exchange.announce();
+    co_await exchange.peers_ready();
     for (int p = 0; p < n; ++p)
       sources[p] = p == me ? send + (begin + at[me]) * es : slot_of(p) + at[me] * es;
     kernels::reduce(region->result(me, round), sources, shares[me], dtype, op);
