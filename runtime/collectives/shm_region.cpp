@@ -235,6 +235,13 @@ void ShmRegion::read_from(int rank, const void* remote, void* local, size_t byte
                     " failed: " + std::strerror(err));
 }
 
+void ShmRegion::write_to(int rank, void* remote, const void* local, size_t bytes) const {
+  const pid_t pid = pid_of(rank);
+  if (const int err = shm::write_process_memory(pid, remote, local, bytes))
+    throw CommError("shared-memory single-copy write to local rank pid " + std::to_string(pid) +
+                    " failed: " + std::strerror(err));
+}
+
 CallSignature ShmRegion::signature_of(int rank, uint64_t round) const {
   return {flags(rank)->signature[round % 2].load(std::memory_order_relaxed)};
 }

@@ -63,9 +63,13 @@ class ShmRegion {
   /// words of the schedule's choosing (addresses or shared-memory handles).
   void publish_words(int rank, uint64_t round, CallSignature signature, uint64_t first,
                      uint64_t second);
-  /// The buffer address rank r published with `round`.
+  /// The buffer address rank r published with `round` for its peers to read (the first word).
   const void* buffer_of(int rank, uint64_t round) const {
     return reinterpret_cast<const void*>(word_of(rank, round, 0));
+  }
+  /// The address rank r published with `round` for its peers to write into (the second word).
+  char* target_of(int rank, uint64_t round) const {
+    return reinterpret_cast<char*>(word_of(rank, round, 1));
   }
   /// Word `which` (0 or 1) rank r published with `round`.
   uint64_t word_of(int rank, uint64_t round, int which) const;
@@ -95,6 +99,8 @@ class ShmRegion {
   }
   /// Copies `bytes` at `remote` in rank r's process to `local`. Throws CommError on failure.
   void read_from(int rank, const void* remote, void* local, size_t bytes) const;
+  /// Copies `bytes` at `local` to `remote` in rank r's process. Throws CommError on failure.
+  void write_to(int rank, void* remote, const void* local, size_t bytes) const;
   /// Whether rank r has published `round` (or a later one).
   bool published(int rank, uint64_t round) const;
   /// Publishes that this rank's result slot for `round` is filled.

@@ -6,17 +6,34 @@
 
 namespace seam::shm {
 
-int read_process_memory(pid_t pid, const void* remote, void* local, size_t bytes) {
-  auto* to = static_cast<char*>(local);
-  auto* from = static_cast<const char*>(remote);
+namespace {
+
+using ProcessCopy = ssize_t (*)(pid_t, const iovec*, unsigned long, const iovec*, unsigned long,
+                                unsigned long);
+
+/// process_vm_readv or process_vm_writev of `bytes` between `local` and `remote`, retrying
+/// partial copies and EINTR.
+int copy_process_memory(ProcessCopy copy, pid_t pid, char* remote, char* local, size_t bytes) {
   while (bytes > 0) {
-    iovec local_iov{to, bytes}, remote_iov{const_cast<char*>(from), bytes};
-    const ssize_t got = process_vm_readv(pid, &local_iov, 1, &remote_iov, 1, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return got < 0 ? errno : EFAULT;
-    to += got, from += got, bytes -= static_cast<size_t>(got);
+    iovec local_iov{local, bytes}, remote_iov{remote, bytes};
+    const ssize_t done = copy(pid, &local_iov, 1, &remote_iov, 1, 0);
+    if (done < 0 && errno == EINTR) continue;
+    if (done <= 0) return done < 0 ? errno : EFAULT;
+    local += done, remote += done, bytes -= static_cast<size_t>(done);
   }
   return 0;
+}
+
+}  // namespace
+
+int read_process_memory(pid_t pid, const void* remote, void* local, size_t bytes) {
+  return copy_process_memory(process_vm_readv, pid, const_cast<char*>(static_cast<const char*>(remote)),
+                             static_cast<char*>(local), bytes);
+}
+
+int write_process_memory(pid_t pid, void* remote, const void* local, size_t bytes) {
+  return copy_process_memory(process_vm_writev, pid, static_cast<char*>(remote),
+                             const_cast<char*>(static_cast<const char*>(local)), bytes);
 }
 
 }  // namespace seam::shm
