@@ -80,8 +80,9 @@ class ShmRegion {
 
   /// Records this process's pid for single-copy reads (set-up, before any round).
   void introduce(int rank);
-  /// Whether every rank may read its peers' memory directly (process_vm_readv; probed at
-  /// set-up: containers or Yama may forbid it).
+  /// Whether every rank may read and write its peers' memory directly (process_vm_readv and
+  /// _writev, which the kernel allows alike; probed with a read at set-up: containers or Yama
+  /// may forbid it).
   bool single_copy() const { return single_copy_; }
   /// Whether single-copy reads are also fast here: rank 0 measured the kernel's copy at set-up
   /// (shm::kernel_copy_speed_ratio), and every rank got its verdict, so all choose alike.

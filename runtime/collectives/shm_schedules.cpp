@@ -5,7 +5,8 @@
 // place. Rounds are sized to the slot (SEAM_CHUNK_BYTES), so a round's data stays in cache
 // between the copy-in and the reads. Large calls skip the slots where the ranks may read each
 // other's memory and that measured faster (single-copy, see choose_schedule and shm_tuner.h):
-// each rank reads the peers' user buffers directly.
+// each rank reads the peers' user buffers directly, and writes into them what it folded or, at
+// two ranks, its block of a gather.
 #include <algorithm>
 #include <cstring>
 #include <functional>

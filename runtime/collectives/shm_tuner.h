@@ -1,6 +1,6 @@
 // Chooses, per call size, between the shared-memory schedules that move plain buffers: through
-// the slots (two user-space copies through the caches), single-copy (the kernel reads the
-// peers' buffers), and for all-reduces of two ranks, through the slots with each rank folding
+// the slots (two user-space copies through the caches), single-copy (the kernel reads and
+// writes the peers' buffers), and for all-reduces of two ranks, through the slots with each rank folding
 // the whole buffer (no shares: at two ranks it moves as many bytes between the cores as shares
 // do, for one wait instead of two). Which is faster depends on things only a measurement shows:
 // the kernel's copy speed, and where the host placed the ranks' cores (on the EPYC development

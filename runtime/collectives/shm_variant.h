@@ -12,7 +12,7 @@ namespace seam::collectives {
 
 enum class ShmVariant : uint8_t {
   slots = 0,        ///< through the slots; reductions of all but small calls in shares
-  single_copy = 1,  ///< the kernel reads the peers' buffers (process_vm_readv)
+  single_copy = 1,  ///< the kernel reads and writes the peers' buffers (process_vm_readv/writev)
   slots_whole = 2,  ///< through the slots, every rank folding the whole buffer (all-reduce)
   zero_copy = 3,    ///< peers' SharedHostMemory buffers mapped and used in place
   slots_balanced = 4,  ///< through the slots, every rank folding an even share of all blocks
