@@ -60,6 +60,10 @@ Config Config::from_env() {
       c.shm_schedule != "slots-balanced" && c.shm_schedule != "single-copy")
     throw ValueError("SEAM_SHM_SCHEDULE must be slots, slots-whole, slots-balanced or single-copy, got '" +
                      c.shm_schedule + "'");
+  c.helper_threads = static_cast<int>(env_int("SEAM_HELPER_THREADS", c.helper_threads));
+  if (c.helper_threads < -1 || c.helper_threads > 7)
+    throw ValueError("SEAM_HELPER_THREADS must be -1 (automatic) or 0 to 7, got " +
+                     std::to_string(c.helper_threads));
   c.pmix_namespace = env_string("PMIX_NAMESPACE", "");
   return c;
 }
@@ -91,6 +95,8 @@ std::vector<std::string> Config::describe() const {
       "SEAM_SHM_CMA_BYTES=" + threshold(shm_cma_bytes),
       "SEAM_SHM_SINGLE_COPY_BYTES=" + threshold(shm_single_copy_bytes),
       "SEAM_SHM_SCHEDULE=" + (shm_schedule.empty() ? std::string("tuned") : shm_schedule),
+      "SEAM_HELPER_THREADS=" + (helper_threads < 0 ? std::string("-1 (automatic)")
+                                                    : std::to_string(helper_threads)),
   };
 }
 

@@ -39,6 +39,10 @@ struct Config {
   /// may read each other's memory, else the slots); "" = tuned [""]. It takes precedence over
   /// SEAM_SHM_SINGLE_COPY_BYTES.
   std::string shm_schedule;
+  /// SEAM_HELPER_THREADS: threads per process that take parts of the copies and folds of large
+  /// shared-memory calls; -1 = automatic [one less than the cores per local rank, at most 3;
+  /// none where ranks share cores]
+  int helper_threads = -1;
   // Set by the launcher, not by the user (read here so this stays the one place env is read).
   std::string pmix_namespace;  ///< PMIX_NAMESPACE: non-empty when started by a PMIx server (mpirun)
 

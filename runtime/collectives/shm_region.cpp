@@ -73,6 +73,12 @@ size_t region_bytes(int ranks, size_t slot_bytes) {
 /// Verdict bits rank 0 sends at the end of the set-up.
 constexpr char kSingleCopyAllowed = 1, kSingleCopyPreferred = 2, kOversubscribed = 4;
 
+/// Rank 0's verdicts for the group: the flags above and the cores the ranks may run on.
+struct Verdict {
+  char flags = 0;
+  uint16_t cores = 0;
+};
+
 /// What a rank tells rank 0 when it has mapped the segment.
 struct Acknowledgement {
   cpu_set_t affinity;  // the CPUs this rank may run on
@@ -98,7 +104,7 @@ comm::Task set_up(Group& g, ShmRegion& region) {
     char name[kNameBytes];
     uint64_t slot_bytes;
   } announced{};
-  char verdict = 0;
+  Verdict verdict;
   std::vector<Acknowledgement> acks_received(n);
   if (g.rank() == 0) {
     announced.slot_bytes = shm_slot_bytes();
@@ -124,13 +130,14 @@ comm::Task set_up(Group& g, ShmRegion& region) {
       CPU_OR(&cores, &cores, &acks_received[p].affinity);
     }
     const bool fast = allowed && shm::kernel_copy_is_fast();
-    verdict = static_cast<char>((allowed ? kSingleCopyAllowed : 0) |
-                                (fast ? kSingleCopyPreferred : 0) |
-                                (n > CPU_COUNT(&cores) ? kOversubscribed : 0));
+    verdict.flags = static_cast<char>((allowed ? kSingleCopyAllowed : 0) |
+                                      (fast ? kSingleCopyPreferred : 0) |
+                                      (n > CPU_COUNT(&cores) ? kOversubscribed : 0));
+    verdict.cores = static_cast<uint16_t>(CPU_COUNT(&cores));
     log().debug("shared-memory set-up: the kernel's cross-process copy runs at {:.2f}x memcpy ({})",
                 shm::kernel_copy_speed_ratio(), fast ? "fast" : "slow");
     std::vector<transport::RequestPtr> verdicts;
-    for (int p = 1; p < n; ++p) verdicts.push_back(g.isend(p, kSetupStep, &verdict, 1));
+    for (int p = 1; p < n; ++p) verdicts.push_back(g.isend(p, kSetupStep, &verdict, sizeof verdict));
     co_await comm::all_of(std::move(verdicts));
   } else {
     co_await received("shared-memory set-up",
@@ -141,16 +148,20 @@ comm::Task set_up(Group& g, ShmRegion& region) {
     Acknowledgement ack{own_affinity(), static_cast<char>(region.probe_single_copy(0) ? 1 : 0)};
     std::vector<transport::RequestPtr> send{g.isend(0, kSetupStep, &ack, sizeof ack)};
     co_await comm::all_of(std::move(send));
-    co_await received("shared-memory set-up", post_receive(g, 0, kSetupStep, &verdict, 1));
+    co_await received("shared-memory set-up",
+                      post_receive(g, 0, kSetupStep, &verdict, sizeof verdict));
   }
-  region.decide(verdict & kSingleCopyAllowed, verdict & kSingleCopyPreferred,
-                verdict & kOversubscribed);
+  region.decide(verdict.flags & kSingleCopyAllowed, verdict.flags & kSingleCopyPreferred,
+                verdict.flags & kOversubscribed, verdict.cores);
   log().debug("shared-memory region for {} ranks: {} KiB slots, single-copy reads {}, {}", n,
               region.slot_bytes() / 1024,
               region.single_copy_preferred() ? "allowed and preferred"
               : region.single_copy()         ? "allowed, not preferred"
                                              : "not allowed",
               region.oversubscribed() ? "more ranks than cores (waits yield)" : "a core each");
+  if (region.helper_threads() > 0)
+    log().debug("shared-memory region for {} ranks on {} cores: {} helper thread(s) a rank for "
+                "large calls", n, verdict.cores, region.helper_threads());
 }
 
 }  // namespace
@@ -220,6 +231,19 @@ void ShmRegion::introduce(int rank) {
   flags(rank)->pid.store(getpid(), std::memory_order_relaxed);
   flags(rank)->host_token.store(shm::process_token(), std::memory_order_relaxed);
   flags(rank)->probe.store(reinterpret_cast<uint64_t>(&kProbeWord), std::memory_order_release);
+}
+
+void ShmRegion::decide(bool single_copy_allowed, bool single_copy_preferred, bool oversubscribed,
+                       int cores) {
+  single_copy_ = single_copy_allowed;
+  single_copy_preferred_ = single_copy_allowed && single_copy_preferred;
+  oversubscribed_ = oversubscribed;
+  // A second thread a rank wherever there is a second core a rank; more pay less (the memory
+  // system's bandwidth, not the cores', is what the second one reaches for).
+  constexpr int kAutomaticMost = 3;
+  const int configured = Config::get().helper_threads;
+  helper_threads_ = configured >= 0 ? configured
+                                    : std::clamp(cores / ranks() - 1, 0, kAutomaticMost);
 }
 
 bool ShmRegion::probe_single_copy(int rank) const {

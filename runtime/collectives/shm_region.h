@@ -92,12 +92,11 @@ class ShmRegion {
   /// Whether the local ranks outnumber the cores they may run on (the union of their CPU
   /// affinities, gathered at set-up): waiting ranks then yield their core.
   bool oversubscribed() const { return oversubscribed_; }
-  /// Sets the group-wide verdicts (end of set-up).
-  void decide(bool single_copy_allowed, bool single_copy_preferred, bool oversubscribed) {
-    single_copy_ = single_copy_allowed;
-    single_copy_preferred_ = single_copy_allowed && single_copy_preferred;
-    oversubscribed_ = oversubscribed;
-  }
+  /// Threads of this process that take parts of a large call's copies and folds
+  /// (HelperThreads): SEAM_HELPER_THREADS, or one less than the cores per rank, at most 3.
+  int helper_threads() const { return helper_threads_; }
+  /// Sets the group-wide verdicts (end of set-up): `cores` is how many the ranks may run on.
+  void decide(bool single_copy_allowed, bool single_copy_preferred, bool oversubscribed, int cores);
   /// Copies `bytes` at `remote` in rank r's process to `local`. Throws CommError on failure.
   void read_from(int rank, const void* remote, void* local, size_t bytes) const;
   /// Copies `bytes` at `local` to `remote` in rank r's process. Throws CommError on failure.
@@ -141,6 +140,7 @@ class ShmRegion {
   bool single_copy_ = false;
   bool single_copy_preferred_ = false;
   bool oversubscribed_ = false;
+  int helper_threads_ = 0;
   ScheduleTuner tuner_;
 };
 

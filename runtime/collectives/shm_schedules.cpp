@@ -18,6 +18,7 @@
 #include "layouts/log.h"
 #include "runtime/collectives/receive.h"
 #include "runtime/collectives/blocks.h"
+#include "runtime/collectives/helped.h"
 #include "runtime/collectives/schedules.h"
 #include "runtime/collectives/scratch.h"
 #include "runtime/collectives/selection.h"
@@ -151,39 +152,44 @@ using FoldedChunk = std::function<void(const char* folded, size_t begin, size_t 
 /// rank's from `own`, every peer's read from the address it published with `round`, a chunk
 /// at a time into a cache-resident scratch, then folded in one pass. With `then`, each chunk is
 /// handed to it in cache: a streaming fold into dst would leave it in memory only, so the chunk
-/// is then folded into the scratch and streamed to dst from there.
+/// is then folded into the scratch and streamed to dst from there. The helpers take runs of
+/// chunks (each with its scratch), `then` included.
 void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char* own, char* dst,
                      size_t first, size_t count, DType dtype, ReduceOp op, kernels::Store store,
-                     const FoldedChunk& then = {}) {
+                     const Helpers& helpers, const FoldedChunk& then = {}) {
   const int n = region.ranks();
   const size_t es = dtype_size(dtype);
   const size_t chunk_bytes = single_copy_chunk_bytes(n);
   const size_t chunk = chunk_bytes / es;
   const bool fold_in_scratch = then && store == kernels::Store::streaming;
-  Scratch scratch((n - 1 + (fold_in_scratch ? 1 : 0)) * chunk_bytes);
-  char* folded_chunk = scratch.data() + (n - 1) * chunk_bytes;
-  Sources sources(n);
-  for (size_t begin = 0; begin < count; begin += chunk) {
-    const size_t length = std::min(chunk, count - begin);
-    for (int p = 0; p < n; ++p) {
-      if (p == me) {
-        sources[p] = own + (first + begin) * es;
+  auto fold_chunks = [&](size_t first_chunk, size_t end_chunk) {
+    Scratch scratch((n - 1 + (fold_in_scratch ? 1 : 0)) * chunk_bytes);
+    char* folded_chunk = scratch.data() + (n - 1) * chunk_bytes;
+    Sources sources(n);
+    for (size_t begin = first_chunk * chunk; begin < std::min(count, end_chunk * chunk);
+         begin += chunk) {
+      const size_t length = std::min(chunk, count - begin);
+      for (int p = 0; p < n; ++p) {
+        if (p == me) {
+          sources[p] = own + (first + begin) * es;
+          continue;
+        }
+        char* piece = scratch.data() + (p < me ? p : p - 1) * chunk_bytes;
+        region.read_from(p, static_cast<const char*>(region.buffer_of(p, round)) + (first + begin) * es,
+                         piece, length * es);
+        sources[p] = piece;
+      }
+      if (!fold_in_scratch) {
+        kernels::reduce(dst + begin * es, sources, length, dtype, op, store);
+        if (then) then(dst + begin * es, begin, length);
         continue;
       }
-      char* piece = scratch.data() + (p < me ? p : p - 1) * chunk_bytes;
-      region.read_from(p, static_cast<const char*>(region.buffer_of(p, round)) + (first + begin) * es,
-                       piece, length * es);
-      sources[p] = piece;
+      kernels::reduce(folded_chunk, sources, length, dtype, op, kernels::Store::cached);
+      kernels::copy(dst + begin * es, folded_chunk, length * es, store);
+      then(folded_chunk, begin, length);
     }
-    if (!fold_in_scratch) {
-      kernels::reduce(dst + begin * es, sources, length, dtype, op, store);
-      if (then) then(dst + begin * es, begin, length);
-      continue;
-    }
-    kernels::reduce(folded_chunk, sources, length, dtype, op, kernels::Store::cached);
-    kernels::copy(dst + begin * es, folded_chunk, length * es, store);
-    then(folded_chunk, begin, length);
-  }
+  };
+  helpers.split(ceil_div(count, chunk), chunk_bytes, fold_chunks);
 }
 
 }  // namespace
@@ -222,7 +228,8 @@ comm::Task single_copy_all_reduce(Group& g, RegionLease& region, const char* sen
   // In place, only peer p reads or writes share p of this rank's buffer, each chunk read before
   // it is written.
   fold_from_peers(*region, round, me, send, recv + at[me] * es, at[me], shares[me], dtype, op,
-                  single_copy_result_store(count * es, n, send == recv), write_to_peers);
+                  single_copy_result_store(count * es, n, send == recv),
+                  Helpers(*region, count * es), write_to_peers);
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);
 }
@@ -272,6 +279,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
                    in_shares ? ShmVariant::slots : ShmVariant::slots_whole),
       "all_reduce", rounds);
   const kernels::Store store = store_for(count * es, n, send == recv);
+  const Helpers helpers(*region, count * es);
   Sources sources(n);
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
     const uint64_t round = exchange.round();
@@ -289,18 +297,18 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     const auto shares = even_blocks(length, n);
     const auto at = block_offsets(shares);
     // This rank's own share is read by no peer.
-    std::memcpy(slot_of(me), send + begin * es, at[me] * es);
-    std::memcpy(slot_of(me) + at[me + 1] * es, send + (begin + at[me + 1]) * es,
-                (length - at[me + 1]) * es);
+    helpers.copy(slot_of(me), send + begin * es, at[me] * es);
+    helpers.copy(slot_of(me) + at[me + 1] * es, send + (begin + at[me + 1]) * es,
+                 (length - at[me + 1]) * es);
     exchange.announce();
     co_await exchange.peers_ready();
     for (int p = 0; p < n; ++p)
       sources[p] = p == me ? send + (begin + at[me]) * es : slot_of(p) + at[me] * es;
-    kernels::reduce(region->result(me, round), sources, shares[me], dtype, op);
+    helpers.reduce(region->result(me, round), sources, shares[me], dtype, op);
     exchange.announce_done();
     co_await exchange.peers_done();
     for (int p : peers_from(me, n, true))
-      kernels::copy(recv + (begin + at[p]) * es, region->result(p, round), shares[p] * es, store);
+      helpers.copy(recv + (begin + at[p]) * es, region->result(p, round), shares[p] * es, store);
   }
   region.finish(choice);
 }
@@ -321,7 +329,8 @@ comm::Task single_copy_reduce_scatter(Group& g, RegionLease& region, std::string
   exchange.announce(reinterpret_cast<uint64_t>(send), 0);
   co_await exchange.peers_ready();
   fold_from_peers(*region, exchange.round(), me, send, out, off[me], counts[me], dtype, op,
-                  store_for(off.back() * es, g.size(), out == send + off[me] * es));
+                  store_for(off.back() * es, g.size(), out == send + off[me] * es),
+                  Helpers(*region, off.back() * es));
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);
 }
@@ -375,6 +384,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
                                        balanced ? ShmVariant::slots_balanced : ShmVariant::slots),
                           collective, rounds);
   const kernels::Store store = store_for(total * es, n, out == send + off[me] * es);
+  const Helpers helpers(*region, total * es);
   Sources sources(n);
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
     const uint64_t round = exchange.round();
@@ -387,11 +397,11 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
     char* to = out + k * pieces.piece[me] * es;  // this rank's piece of out
     if (!balanced) {
       for (int j = 0; j < n; ++j)
-        if (j != me) std::memcpy(mine + at[j] * es, from(j), (piece_end(j) - at[j]) * es);
+        if (j != me) helpers.copy(mine + at[j] * es, from(j), (piece_end(j) - at[j]) * es);
       exchange.announce();
       co_await exchange.peers_ready();
       for (int p = 0; p < n; ++p) sources[p] = p == me ? from(me) : slot_of(p) + at[me] * es;
-      kernels::reduce(to, sources, piece_end(me) - at[me], dtype, op, store);
+      helpers.reduce(to, sources, piece_end(me) - at[me], dtype, op, store);
       continue;
     }
     // Every piece goes into the slot but the part of this rank's own share, which no peer reads.
@@ -399,7 +409,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
       const size_t end = piece_end(j);
       for (auto [first, last] : {std::pair{at[j], std::min(end, share[me])},
                                  std::pair{std::max(at[j], share[me + 1]), end}})
-        if (first < last) std::memcpy(mine + first * es, from(j) + (first - at[j]) * es, (last - first) * es);
+        if (first < last) helpers.copy(mine + first * es, from(j) + (first - at[j]) * es, (last - first) * es);
     }
     exchange.announce();
     co_await exchange.peers_ready();
@@ -412,9 +422,9 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
       for (int p = 0; p < n; ++p)
         sources[p] = p == me ? from(j) + (first - at[j]) * es : slot_of(p) + first * es;
       if (j == me)
-        kernels::reduce(to + (first - at[me]) * es, sources, last - first, dtype, op, store);
+        helpers.reduce(to + (first - at[me]) * es, sources, last - first, dtype, op, store);
       else
-        kernels::reduce(region->result(me, round) + (first - share[me]) * es, sources, last - first, dtype, op);
+        helpers.reduce(region->result(me, round) + (first - share[me]) * es, sources, last - first, dtype, op);
     }
     exchange.announce_done();
     co_await exchange.peers_done();
@@ -422,8 +432,8 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
       const size_t first = std::clamp(at[me], share[p], share[p + 1]);
       const size_t last = std::clamp(piece_end(me), share[p], share[p + 1]);
       if (first < last)
-        kernels::copy(to + (first - at[me]) * es, region->result(p, round) + (first - share[p]) * es,
-                      (last - first) * es, store);
+        helpers.copy(to + (first - at[me]) * es, region->result(p, round) + (first - share[p]) * es,
+                     (last - first) * es, store);
     }
   }
   region.finish(choice);
@@ -434,14 +444,18 @@ namespace {
 /// Writes this rank's block into the peer's recv a chunk at a time, right after copying the
 /// chunk into its own recv (out of place), so that the chunk is read from memory once.
 void push_own_block(const ShmRegion& region, uint64_t round, int me, const char* send,
-                    char* own, size_t offset, size_t bytes, kernels::Store store) {
+                    char* own, size_t offset, size_t bytes, kernels::Store store,
+                    const Helpers& helpers) {
   const size_t chunk = single_copy_chunk_bytes(region.ranks());
-  for (size_t begin = 0; begin < bytes; begin += chunk) {
-    const size_t length = std::min(chunk, bytes - begin);
-    if (own != send) kernels::copy(own + begin, send + begin, length, store);
-    for (int p : peers_from(me, region.ranks(), false))
-      region.write_to(p, region.target_of(p, round) + offset + begin, send + begin, length);
-  }
+  helpers.split(ceil_div(bytes, chunk), chunk, [&](size_t first_chunk, size_t end_chunk) {
+    for (size_t begin = first_chunk * chunk; begin < std::min(bytes, end_chunk * chunk);
+         begin += chunk) {
+      const size_t length = std::min(chunk, bytes - begin);
+      if (own != send) kernels::copy(own + begin, send + begin, length, store);
+      for (int p : peers_from(me, region.ranks(), false))
+        region.write_to(p, region.target_of(p, round) + offset + begin, send + begin, length);
+    }
+  });
 }
 
 /// Single-copy gather. Two ranks with even blocks write their block into the peer's recv
@@ -463,16 +477,20 @@ comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_vie
                     push ? reinterpret_cast<uint64_t>(recv) : 0);
   char* own = recv + off[me] * es;
   const kernels::Store store = store_for(off.back() * es, n, false);
+  const Helpers helpers(*region, off.back() * es);
   if (push) {
     co_await exchange.peers_ready();
-    push_own_block(*region, exchange.round(), me, send, own, off[me] * es, counts[me] * es, store);
+    push_own_block(*region, exchange.round(), me, send, own, off[me] * es, counts[me] * es, store,
+                   helpers);
   } else {
-    if (own != send) kernels::copy(own, send, counts[me] * es, store);
+    if (own != send) helpers.copy(own, send, counts[me] * es, store);
     co_await exchange.peers_ready();
-    for (int p : peers_from(me, n, false))
-      if (counts[p])
-        region->read_from(p, region->buffer_of(p, exchange.round()), recv + off[p] * es,
-                          counts[p] * es);
+    for (int p : peers_from(me, n, false)) {
+      const char* block = static_cast<const char*>(region->buffer_of(p, exchange.round()));
+      helpers.split(counts[p] * es, 1, [&](size_t begin, size_t end) {
+        region->read_from(p, block + begin, recv + off[p] * es + begin, end - begin);
+      });
+    }
   }
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);
@@ -520,19 +538,20 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
   const Pieces pieces = cut(counts, rounds);
   BufferExchange exchange(g, *region, signature, collective, rounds);
   const kernels::Store store = store_for(off.back() * es, n, false);
+  const Helpers helpers(*region, off.back() * es);
   char* own = recv + off[me] * es;
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
     const uint64_t round = exchange.round();
     const size_t place = slot_place(n, round, ceil_div(largest, rounds) * es, region->slot_bytes());
-    std::memcpy(region->slot(me, round) + place, send + k * pieces.piece[me] * es,
-                pieces.length(counts[me], me, k) * es);
+    helpers.copy(region->slot(me, round) + place, send + k * pieces.piece[me] * es,
+                 pieces.length(counts[me], me, k) * es);
     exchange.announce();
     // This rank's own block moves while the peers fill their first slots.
-    if (k == 0 && own != send) kernels::copy(own, send, counts[me] * es, store);
+    if (k == 0 && own != send) helpers.copy(own, send, counts[me] * es, store);
     co_await exchange.peers_ready();
     for (int p : peers_from(me, n, false))
-      kernels::copy(recv + (off[p] + k * pieces.piece[p]) * es, region->slot(p, round) + place,
-                    pieces.length(counts[p], p, k) * es, store);
+      helpers.copy(recv + (off[p] + k * pieces.piece[p]) * es, region->slot(p, round) + place,
+                   pieces.length(counts[p], p, k) * es, store);
   }
   region.finish(choice);
 }

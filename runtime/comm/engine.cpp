@@ -9,17 +9,10 @@
 #include "layouts/errors.h"
 #include "layouts/log.h"
 #include "runtime/comm/comm_internal.h"
+#include "runtime/comm/cpu_relax.h"
 
 namespace seam::comm {
 namespace {
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 std::string describe(const WorkState& w) {
   return std::string(w.op) + " (communicator " + std::to_string(w.ctx) + ", rank " + std::to_string(w.comm_rank) +

@@ -1,0 +1,56 @@
+#include "runtime/collectives/helped.h"
+
+#include <algorithm>
+
+#include "runtime/collectives/helper_threads.h"
+#include "runtime/collectives/blocks.h"
+#include "runtime/collectives/shm_region.h"
+
+namespace seam::collectives {
+
+Helpers::Helpers(const ShmRegion& region, size_t call_bytes)
+    : Helpers(call_bytes >= kHelpedCallBytes ? region.helper_threads() : 0) {}
+
+Helpers::Helpers(int threads) : threads_(threads) {
+  if (threads_ > 0) HelperThreads::at_least(threads_).begin_call();
+}
+
+Helpers::~Helpers() {
+  if (threads_ > 0) HelperThreads::at_least(threads_).end_call();
+}
+
+void Helpers::split(size_t units, size_t unit_bytes,
+                    const std::function<void(size_t, size_t)>& part) const {
+  if (units == 0) return;
+  const int parts = threads_ > 0 && units * unit_bytes >= kHelpedBytes
+                        ? static_cast<int>(std::min<size_t>(threads_ + 1, units))
+                        : 1;
+  if (parts == 1) {
+    part(0, units);
+    return;
+  }
+  const size_t line = std::max<size_t>(1, 64 / unit_bytes);
+  auto cut = [&](int i) { return i == parts ? units : units / parts * i / line * line; };
+  HelperThreads::at_least(threads_).run(parts, [&](int i) {
+    if (cut(i) < cut(i + 1)) part(cut(i), cut(i + 1));
+  });
+}
+
+void Helpers::copy(void* dst, const void* src, size_t bytes, kernels::Store store) const {
+  split(bytes, 1, [&](size_t begin, size_t end) {
+    kernels::copy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin,
+                  end - begin, store);
+  });
+}
+
+void Helpers::reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype,
+                     ReduceOp op, kernels::Store store) const {
+  const size_t es = dtype_size(dtype);
+  split(count, es, [&](size_t begin, size_t end) {
+    Sources from(srcs.size());
+    for (size_t p = 0; p < srcs.size(); ++p) from[p] = static_cast<const char*>(srcs[p]) + begin * es;
+    kernels::reduce(static_cast<char*>(dst) + begin * es, from, end - begin, dtype, op, store);
+  });
+}
+
+}  // namespace seam::collectives

@@ -1,0 +1,50 @@
+// A shared-memory call's copies and folds, split with the rank's helper threads (HelperThreads)
+// where the call is large and the region has helpers; otherwise run by the calling thread alone.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <span>
+
+#include "kernels/reduce/reduce.h"
+#include "layouts/dtype.h"
+
+namespace seam::collectives {
+
+class ShmRegion;
+
+/// The helpers of one call: none for calls below kHelpedCallBytes; operations below
+/// kHelpedBytes run on the calling thread alone.
+class Helpers {
+ public:
+  /// Waking helpers and handing them work costs a few microseconds, and a sleeping vCPU's wake
+  /// up to 250: calls below this size never ask.
+  static constexpr size_t kHelpedCallBytes = size_t{1} << 20;
+  /// Operations below this size run whole on the calling thread.
+  static constexpr size_t kHelpedBytes = 128 * 1024;
+
+  /// The region's helpers when a call of `call_bytes` will use them (HelperThreads::begin_call
+  /// until destroyed).
+  Helpers(const ShmRegion& region, size_t call_bytes);
+  /// `threads` helpers, whatever the call's size.
+  explicit Helpers(int threads);
+  ~Helpers();
+  Helpers(const Helpers&) = delete;
+  Helpers& operator=(const Helpers&) = delete;
+
+  /// part(begin, end) over units [0, units), each `unit_bytes`: whole, or cut into a piece for
+  /// this thread and one for each helper (at 64-byte multiples) where the whole is kHelpedBytes
+  /// or more. Pieces run at the same time: `part` must be safe for that.
+  void split(size_t units, size_t unit_bytes, const std::function<void(size_t, size_t)>& part) const;
+  /// kernels::copy, split.
+  void copy(void* dst, const void* src, size_t bytes,
+            kernels::Store store = kernels::Store::cached) const;
+  /// kernels::reduce, split.
+  void reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype, ReduceOp op,
+              kernels::Store store = kernels::Store::cached) const;
+
+ private:
+  int threads_ = 0;
+};
+
+}  // namespace seam::collectives

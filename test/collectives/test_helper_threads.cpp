@@ -1,0 +1,106 @@
+// The helper threads' jobs (every part once, exceptions back to the caller, jobs back to back)
+// and Helpers' cuts of copies and folds.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <numeric>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "runtime/collectives/helped.h"
+#include "runtime/collectives/helper_threads.h"
+
+namespace seam::test {
+
+using collectives::HelperThreads;
+using collectives::Helpers;
+
+TEST_CASE("every part of a job runs once, on the caller and the helpers") {
+  HelperThreads& pool = HelperThreads::at_least(3);
+  constexpr int kParts = 16;
+  std::vector<std::atomic<int>> runs(kParts);
+  std::mutex mutex;
+  std::set<std::thread::id> threads;
+  pool.run(kParts, [&](int part) {
+    runs[part].fetch_add(1);
+    {
+      std::lock_guard lock(mutex);
+      threads.insert(std::this_thread::get_id());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // time for the helpers to join
+  });
+  for (int part = 0; part < kParts; ++part) CHECK(runs[part].load() == 1);
+  CHECK(threads.size() >= 2);
+  CHECK(threads.count(std::this_thread::get_id()) == 1);
+}
+
+TEST_CASE("jobs back to back run each part once (a helper late from one job takes the next's)") {
+  HelperThreads& pool = HelperThreads::at_least(3);
+  std::atomic<long> sum{0};
+  long expected = 0;
+  for (int job = 0; job < 3000; ++job) {
+    const int parts = 1 + job % 7;
+    pool.run(parts, [&](int part) { sum.fetch_add(job * 8 + part); });
+    for (int part = 0; part < parts; ++part) expected += job * 8 + part;
+  }
+  CHECK(sum.load() == expected);
+}
+
+TEST_CASE("a part's exception reaches the caller once every part has returned") {
+  HelperThreads& pool = HelperThreads::at_least(2);
+  std::atomic<int> returned{0};
+  CHECK_THROWS_WITH_AS(pool.run(8,
+                                [&](int part) {
+                                  if (part == 3) throw std::runtime_error("part 3 failed");
+                                  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                                  returned.fetch_add(1);
+                                }),
+                       "part 3 failed", std::runtime_error);
+  CHECK(returned.load() == 7);
+  int again = 0;
+  pool.run(4, [&](int) { ++again; });  // a job after a failed one runs (parts may race on again)
+  CHECK(again >= 1);
+}
+
+TEST_CASE("Helpers cut copies and folds at 64-byte multiples and cover every element") {
+  const Helpers helpers(2);
+  for (size_t bytes : {size_t{0}, size_t{100}, Helpers::kHelpedBytes - 1, Helpers::kHelpedBytes,
+                       Helpers::kHelpedBytes * 3 + 17}) {
+    CAPTURE(bytes);
+    std::vector<char> src(bytes), dst(bytes, 0);
+    std::iota(src.begin(), src.end(), 0);
+    std::mutex mutex;
+    std::vector<std::pair<size_t, size_t>> pieces;
+    helpers.split(bytes, 1, [&](size_t begin, size_t end) {
+      std::lock_guard lock(mutex);
+      pieces.emplace_back(begin, end);
+    });
+    std::sort(pieces.begin(), pieces.end());
+    size_t covered = 0;
+    for (auto [begin, end] : pieces) {
+      CHECK(begin == covered);
+      CHECK(begin % 64 == 0);
+      covered = end;
+    }
+    CHECK(covered == bytes);
+    CHECK(pieces.size() == (bytes >= Helpers::kHelpedBytes ? 3u : bytes ? 1u : 0u));
+    helpers.copy(dst.data(), src.data(), bytes);
+    CHECK(dst == src);
+  }
+  // A fold of three sources, split three ways.
+  constexpr size_t kCount = Helpers::kHelpedBytes;  // floats: 4x the helped size
+  std::vector<float> a(kCount), b(kCount), c(kCount), out(kCount);
+  for (size_t i = 0; i < kCount; ++i) a[i] = float(i % 97), b[i] = 1.0f, c[i] = float(i % 5);
+  const void* sources[] = {a.data(), b.data(), c.data()};
+  helpers.reduce(out.data(), sources, kCount, DType::f32, ReduceOp::sum);
+  size_t wrong = 0;
+  for (size_t i = 0; i < kCount; ++i) wrong += out[i] != float(i % 97) + 1.0f + float(i % 5);
+  CHECK(wrong == 0);
+}
+
+}  // namespace seam::test
