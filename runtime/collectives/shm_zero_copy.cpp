@@ -4,6 +4,7 @@
 
 #include "kernels/reduce/reduce.h"
 #include "runtime/collectives/blocks.h"
+#include "runtime/collectives/helped.h"
 #include "runtime/collectives/scratch.h"
 #include "runtime/collectives/shm_common.h"
 #include "transports/shm/shared_host_memory.h"
@@ -45,15 +46,20 @@ comm::Task zero_copy_all_reduce(Group& g, ShmRegion& region, const char* send, c
   const auto at = block_offsets(shares);
   const kernels::Store store = store_for(count * es, n, false);
   const size_t chunk = kChunkBytes / es;
-  Scratch folded(kChunkBytes);
-  Sources sources(n);
-  for (size_t begin = at[me]; begin < at[me + 1]; begin += chunk) {
-    const size_t length = std::min(chunk, at[me + 1] - begin);
-    for (int p = 0; p < n; ++p) sources[p] = sends[p] + begin * es;
-    kernels::reduce(folded.data(), sources, length, dtype, op);
-    for (int p : peers_from(me, n, true))
-      kernels::copy(recvs[p] + begin * es, folded.data(), length * es, store);
-  }
+  // The helpers take runs of chunks, each with its own scratch.
+  const auto fold_chunks = [&](size_t c, size_t end) {
+    Scratch folded(kChunkBytes);
+    Sources sources(n);
+    for (size_t begin = at[me] + c * chunk; begin < std::min(at[me + 1], at[me] + end * chunk);
+         begin += chunk) {
+      const size_t length = std::min(chunk, at[me + 1] - begin);
+      for (int p = 0; p < n; ++p) sources[p] = sends[p] + begin * es;
+      kernels::reduce(folded.data(), sources, length, dtype, op);
+      for (int p : peers_from(me, n, true))
+        kernels::copy(recvs[p] + begin * es, folded.data(), length * es, store);
+    }
+  };
+  Helpers(region, count * es).split(ceil_div(shares[me], chunk), kChunkBytes, fold_chunks);
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);
 }
@@ -81,7 +87,7 @@ comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_vie
   for (int p = 0; p < n; ++p) shared_outputs &= counts[p] == 0 || region.word_of(p, exchange.round(), 1) != 0;
   const auto shares = shared_outputs ? block_offsets(even_blocks(off.back(), n)) : off;
   const size_t chunk = kChunkBytes / es;
-  Sources sources(n);
+  const Helpers helpers(region, off.back() * es);
   for (int j : peers_from(me, n, true)) {
     // The part of block j in this rank's share, in the whole range.
     const size_t first = std::clamp(off[j], shares[me], shares[me + 1]);
@@ -90,11 +96,14 @@ comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_vie
     char* to = j == me ? out
                        : static_cast<char*>(shm::map_shared_handle(
                              region.pid_of(j), region.host_token_of(j), region.word_of(j, exchange.round(), 1)));
-    for (size_t begin = first; begin < last; begin += chunk) {
-      const size_t length = std::min(chunk, last - begin);
-      for (int p = 0; p < n; ++p) sources[p] = sends[p] + begin * es;
-      kernels::reduce(to + (begin - off[j]) * es, sources, length, dtype, op, store);
-    }
+    helpers.split(last - first, es, [&](size_t b, size_t e) {
+      Sources sources(n);
+      for (size_t begin = first + b; begin < first + e; begin += chunk) {
+        const size_t length = std::min(chunk, first + e - begin);
+        for (int p = 0; p < n; ++p) sources[p] = sends[p] + begin * es;
+        kernels::reduce(to + (begin - off[j]) * es, sources, length, dtype, op, store);
+      }
+    });
   }
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);
@@ -115,14 +124,17 @@ comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view co
   const auto recvs = peer_buffers(region, exchange.round(), 0, me, recv);
   const kernels::Store store = store_for(off.back() * es, n, false);
   const size_t chunk = kChunkBytes / es;
-  for (size_t begin = 0; begin < counts[me]; begin += chunk) {
-    const size_t bytes = std::min(chunk, counts[me] - begin) * es;
-    const char* from = send + begin * es;
-    for (int p : peers_from(me, n, true)) {
-      char* to = recvs[p] + (off[me] + begin) * es;
-      if (to != from) kernels::copy(to, from, bytes, store);  // in place: already there
+  const auto copy_chunks = [&](size_t c, size_t end) {
+    for (size_t begin = c * chunk; begin < std::min(counts[me], end * chunk); begin += chunk) {
+      const size_t bytes = std::min(chunk, counts[me] - begin) * es;
+      const char* from = send + begin * es;
+      for (int p : peers_from(me, n, true)) {
+        char* to = recvs[p] + (off[me] + begin) * es;
+        if (to != from) kernels::copy(to, from, bytes, store);  // in place: already there
+      }
     }
-  }
+  };
+  Helpers(region, off.back() * es).split(ceil_div(counts[me], chunk), kChunkBytes, copy_chunks);
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);
 }
