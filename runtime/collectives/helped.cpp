@@ -43,6 +43,22 @@ void Helpers::copy(void* dst, const void* src, size_t bytes, kernels::Store stor
   });
 }
 
+void Helpers::copy(std::span<const Copy> copies, kernels::Store store) const {
+  size_t total = 0;
+  for (const Copy& c : copies) total += c.bytes;
+  // Each piece of [0, total) copies its overlap with every copy's place in the sequence.
+  split(total, 1, [&](size_t begin, size_t end) {
+    size_t at = 0;
+    for (const Copy& c : copies) {
+      const size_t from = std::max(begin, at), to = std::min(end, at + c.bytes);
+      if (from < to)
+        kernels::copy(static_cast<char*>(c.dst) + (from - at),
+                      static_cast<const char*>(c.src) + (from - at), to - from, store);
+      at += c.bytes;
+    }
+  });
+}
+
 void Helpers::reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype,
                      ReduceOp op, kernels::Store store) const {
   const size_t es = dtype_size(dtype);

@@ -21,7 +21,7 @@ class Helpers {
   /// up to 250: calls below this size never ask.
   static constexpr size_t kHelpedCallBytes = size_t{1} << 20;
   /// Operations below this size run whole on the calling thread.
-  static constexpr size_t kHelpedBytes = 128 * 1024;
+  static constexpr size_t kHelpedBytes = 256 * 1024;
 
   /// The region's helpers when a call of `call_bytes` will use them (HelperThreads::begin_call
   /// until destroyed).
@@ -39,6 +39,14 @@ class Helpers {
   /// kernels::copy, split.
   void copy(void* dst, const void* src, size_t bytes,
             kernels::Store store = kernels::Store::cached) const;
+  /// One copy of many: `bytes` from `src` to `dst`.
+  struct Copy {
+    void* dst = nullptr;
+    const void* src = nullptr;
+    size_t bytes = 0;
+  };
+  /// Every copy, their bytes split together (one hand-off for a phase's copies, however many).
+  void copy(std::span<const Copy> copies, kernels::Store store = kernels::Store::cached) const;
   /// kernels::reduce, split.
   void reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype, ReduceOp op,
               kernels::Store store = kernels::Store::cached) const;

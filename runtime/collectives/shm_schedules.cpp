@@ -144,6 +144,10 @@ size_t single_copy_chunk_bytes(int ranks) {
   return std::max(kLeast, kPerCall / static_cast<size_t>(ranks - 1) / kPage * kPage);
 }
 
+/// A phase's copies, handed to the helpers at once (in place up to 16 ranks; unused entries copy
+/// nothing).
+using Copies = InlineVector<Helpers::Copy, 16>;
+
 /// What fold_from_peers does with each folded chunk while it is in cache: `folded` holds the
 /// result of elements [begin, begin + length) of the fold.
 using FoldedChunk = std::function<void(const char* folded, size_t begin, size_t length)>;
@@ -297,9 +301,10 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     const auto shares = even_blocks(length, n);
     const auto at = block_offsets(shares);
     // This rank's own share is read by no peer.
-    helpers.copy(slot_of(me), send + begin * es, at[me] * es);
-    helpers.copy(slot_of(me) + at[me + 1] * es, send + (begin + at[me + 1]) * es,
-                 (length - at[me + 1]) * es);
+    const Helpers::Copy copy_in[] = {
+        {slot_of(me), send + begin * es, at[me] * es},
+        {slot_of(me) + at[me + 1] * es, send + (begin + at[me + 1]) * es, (length - at[me + 1]) * es}};
+    helpers.copy(copy_in);
     exchange.announce();
     co_await exchange.peers_ready();
     for (int p = 0; p < n; ++p)
@@ -307,8 +312,10 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     helpers.reduce(region->result(me, round), sources, shares[me], dtype, op);
     exchange.announce_done();
     co_await exchange.peers_done();
+    Copies copy_out(n);
     for (int p : peers_from(me, n, true))
-      helpers.copy(recv + (begin + at[p]) * es, region->result(p, round), shares[p] * es, store);
+      copy_out[p] = {recv + (begin + at[p]) * es, region->result(p, round), shares[p] * es};
+    helpers.copy(copy_out, store);
   }
   region.finish(choice);
 }
@@ -395,9 +402,11 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
     auto piece_end = [&](int j) { return at[j] + pieces.length(counts[j], j, k); };
     auto from = [&](int j) { return send + (off[j] + k * pieces.piece[j]) * es; };
     char* to = out + k * pieces.piece[me] * es;  // this rank's piece of out
+    Copies copies(2 * n);  // at most two parts of each block (balanced), all empty at first
     if (!balanced) {
       for (int j = 0; j < n; ++j)
-        if (j != me) helpers.copy(mine + at[j] * es, from(j), (piece_end(j) - at[j]) * es);
+        if (j != me) copies[j] = {mine + at[j] * es, from(j), (piece_end(j) - at[j]) * es};
+      helpers.copy(copies);
       exchange.announce();
       co_await exchange.peers_ready();
       for (int p = 0; p < n; ++p) sources[p] = p == me ? from(me) : slot_of(p) + at[me] * es;
@@ -407,10 +416,15 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
     // Every piece goes into the slot but the part of this rank's own share, which no peer reads.
     for (int j = 0; j < n; ++j) {
       const size_t end = piece_end(j);
+      int part = 0;
       for (auto [first, last] : {std::pair{at[j], std::min(end, share[me])},
-                                 std::pair{std::max(at[j], share[me + 1]), end}})
-        if (first < last) helpers.copy(mine + first * es, from(j) + (first - at[j]) * es, (last - first) * es);
+                                 std::pair{std::max(at[j], share[me + 1]), end}}) {
+        if (first < last)
+          copies[2 * j + part] = {mine + first * es, from(j) + (first - at[j]) * es, (last - first) * es};
+        ++part;
+      }
     }
+    helpers.copy(copies);
     exchange.announce();
     co_await exchange.peers_ready();
     // This rank's share: the parts of its own block straight into out, the others' into its
@@ -428,13 +442,15 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
     }
     exchange.announce_done();
     co_await exchange.peers_done();
+    Copies copy_out(n);
     for (int p : peers_from(me, n, false)) {
       const size_t first = std::clamp(at[me], share[p], share[p + 1]);
       const size_t last = std::clamp(piece_end(me), share[p], share[p + 1]);
       if (first < last)
-        helpers.copy(to + (first - at[me]) * es, region->result(p, round) + (first - share[p]) * es,
-                     (last - first) * es, store);
+        copy_out[p] = {to + (first - at[me]) * es, region->result(p, round) + (first - share[p]) * es,
+                       (last - first) * es};
     }
+    helpers.copy(copy_out, store);
   }
   region.finish(choice);
 }
@@ -549,9 +565,11 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
     // This rank's own block moves while the peers fill their first slots.
     if (k == 0 && own != send) helpers.copy(own, send, counts[me] * es, store);
     co_await exchange.peers_ready();
+    Copies copy_out(n);
     for (int p : peers_from(me, n, false))
-      helpers.copy(recv + (off[p] + k * pieces.piece[p]) * es, region->slot(p, round) + place,
-                   pieces.length(counts[p], p, k) * es, store);
+      copy_out[p] = {recv + (off[p] + k * pieces.piece[p]) * es, region->slot(p, round) + place,
+                     pieces.length(counts[p], p, k) * es};
+    helpers.copy(copy_out, store);
   }
   region.finish(choice);
 }

@@ -67,7 +67,7 @@ TEST_CASE("a part's exception reaches the caller once every part has returned") 
   CHECK(again >= 1);
 }
 
-TEST_CASE("Helpers cut copies and folds at 64-byte multiples and cover every element") {
+TEST_CASE("Helpers cut copies, batches of copies and folds at 64-byte multiples, covering all") {
   const Helpers helpers(2);
   for (size_t bytes : {size_t{0}, size_t{100}, Helpers::kHelpedBytes - 1, Helpers::kHelpedBytes,
                        Helpers::kHelpedBytes * 3 + 17}) {
@@ -91,6 +91,20 @@ TEST_CASE("Helpers cut copies and folds at 64-byte multiples and cover every ele
     CHECK(pieces.size() == (bytes >= Helpers::kHelpedBytes ? 3u : bytes ? 1u : 0u));
     helpers.copy(dst.data(), src.data(), bytes);
     CHECK(dst == src);
+  }
+  // Copies handed over together: split across their joint bytes, each landing whole.
+  {
+    const size_t sizes[] = {100, Helpers::kHelpedBytes, 7, Helpers::kHelpedBytes / 2 + 3};
+    std::vector<std::vector<char>> from, to;
+    std::vector<Helpers::Copy> copies;
+    for (size_t bytes : sizes) {
+      from.emplace_back(bytes);
+      to.emplace_back(bytes, 0);
+      std::iota(from.back().begin(), from.back().end(), char(bytes));
+    }
+    for (size_t i = 0; i < from.size(); ++i) copies.push_back({to[i].data(), from[i].data(), sizes[i]});
+    helpers.copy(copies);
+    CHECK(to == from);
   }
   // A fold of three sources, split three ways.
   constexpr size_t kCount = Helpers::kHelpedBytes;  // floats: 4x the helped size
