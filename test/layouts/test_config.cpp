@@ -69,3 +69,17 @@ TEST_CASE("malformed values are refused") {
     CHECK_THROWS_AS(Config::from_env(), seam::ValueError);
   }
 }
+
+TEST_CASE("helper threads: -1 (automatic) by default, 0 to 7 taken, others refused") {
+  CHECK(Config::from_env().helper_threads == -1);
+  for (const char* taken : {"0", "3", "7"}) {
+    ScopedEnv e("SEAM_HELPER_THREADS", taken);
+    CHECK(Config::from_env().helper_threads == std::stoi(taken));
+  }
+  for (const char* refused : {"-2", "8", "two"}) {
+    CAPTURE(std::string(refused));
+    ScopedEnv e("SEAM_HELPER_THREADS", refused);
+    CHECK_THROWS_WITH_AS(Config::from_env(), doctest::Contains("SEAM_HELPER_THREADS"),
+                         seam::ValueError);
+  }
+}
