@@ -6,8 +6,14 @@
 
 namespace seam::perf {
 
-/// Bytes per second read plus written by memcpy on all ranks of `comm` at once (each copying a
-/// buffer larger than the last-level cache), summed over the ranks. Collective.
-double measure_copy_bandwidth(comm::Communicator& comm);
+/// The machine's copy bandwidth and how it was measured.
+struct CopyBandwidth {
+  double bytes_per_second;  ///< read plus written by memcpy on all ranks at once, summed
+  int threads;              ///< threads each rank copied with (its host's cores shared out)
+};
+
+/// memcpy of a buffer larger than the last-level cache on every rank at once, each rank with
+/// its share of its host's cores as threads. Collective.
+CopyBandwidth measure_copy_bandwidth(comm::Communicator& comm);
 
 }  // namespace seam::perf

@@ -210,8 +210,9 @@ class Driver {
                 std::string(c_.name).c_str(), n_, comm_.transport_name().c_str(),
                 mpi_.active() ? "mpirun" : "plain processes (TCP store)",
                 std::string(kernels::reduce_isa_name(kernels::best_reduce_isa())).c_str());
-    std::printf("# membw %.2f GB/s: memcpy bytes read + written per second, all %d ranks at once\n",
-                membw_ / 1e9, n_);
+    std::printf("# membw %.2f GB/s: memcpy bytes read + written per second, all %d ranks at once, "
+                "%d thread%s each\n",
+                membw_.bytes_per_second / 1e9, n_, membw_.threads, membw_.threads == 1 ? "" : "s");
     std::printf("# time: median of -n %d iterations after -w %d (out-of-place and MPI: %d, so "
                 "the schedule tuner has settled), slowest rank; -c %d; seam/mpi and %%bound use "
                 "the out-of-place time\n",
@@ -248,7 +249,7 @@ class Driver {
                     row.seconds[2] > 0 ? row.seconds[0] / row.seconds[2] : 0.0);
     else
       std::snprintf(mpi, sizeof mpi, "%9s %8s", "n/a", "n/a");
-    double bound_seconds = c_.bound_bytes(size, n_) / membw_;
+    double bound_seconds = c_.bound_bytes(size, n_) / membw_.bytes_per_second;
     // Shared-memory calls also name their schedule.
     std::string path(collectives::algorithm_name(row.algorithm));
     if (row.algorithm == collectives::Algorithm::shm && !row.schedule.empty())
@@ -266,7 +267,7 @@ class Driver {
   comm::Communicator& comm_;
   MpiBaseline& mpi_;
   int n_, rank_;
-  double membw_ = 0;
+  CopyBandwidth membw_{};
 };
 
 }  // namespace
