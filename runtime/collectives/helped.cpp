@@ -12,11 +12,13 @@ Helpers::Helpers(const ShmRegion& region, size_t call_bytes)
     : Helpers(call_bytes >= kHelpedCallBytes ? region.helper_threads() : 0) {}
 
 Helpers::Helpers(int threads) : threads_(threads) {
-  if (threads_ > 0) HelperThreads::at_least(threads_).begin_call();
+  if (threads_ <= 0) return;
+  helper_threads::ensure(threads_);
+  helper_threads::begin_call();
 }
 
 Helpers::~Helpers() {
-  if (threads_ > 0) HelperThreads::at_least(threads_).end_call();
+  if (threads_ > 0) helper_threads::end_call();
 }
 
 void Helpers::split(size_t units, size_t unit_bytes,
@@ -30,8 +32,8 @@ void Helpers::split(size_t units, size_t unit_bytes,
     return;
   }
   const size_t line = std::max<size_t>(1, 64 / unit_bytes);
-  auto cut = [&](int i) { return i == parts ? units : units / parts * i / line * line; };
-  HelperThreads::at_least(threads_).run(parts, [&](int i) {
+  auto cut = [&](int i) { return i == parts ? units : units * i / parts / line * line; };
+  helper_threads::run(parts, [&](int i) {
     if (cut(i) < cut(i + 1)) part(cut(i), cut(i + 1));
   });
 }

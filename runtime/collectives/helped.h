@@ -1,4 +1,4 @@
-// A shared-memory call's copies and folds, split with the rank's helper threads (HelperThreads)
+// A shared-memory call's copies and folds, split with the rank's helper threads (helper_threads.h)
 // where the call is large and the region has helpers; otherwise run by the calling thread alone.
 #pragma once
 
@@ -18,13 +18,13 @@ class ShmRegion;
 class Helpers {
  public:
   /// Waking helpers and handing them work costs a few microseconds, and a sleeping vCPU's wake
-  /// up to 250: calls below this size never ask.
+  /// up to 250 us: calls below this size never ask.
   static constexpr size_t kHelpedCallBytes = size_t{1} << 20;
   /// Operations below this size run whole on the calling thread.
   static constexpr size_t kHelpedBytes = 256 * 1024;
 
-  /// The region's helpers when a call of `call_bytes` will use them (HelperThreads::begin_call
-  /// until destroyed).
+  /// The region's helpers when a call of `call_bytes` will use them (helper_threads::begin_call
+  /// until destroyed: construct it before the call's first wait).
   Helpers(const ShmRegion& region, size_t call_bytes);
   /// `threads` helpers, whatever the call's size.
   explicit Helpers(int threads);
@@ -32,9 +32,9 @@ class Helpers {
   Helpers(const Helpers&) = delete;
   Helpers& operator=(const Helpers&) = delete;
 
-  /// part(begin, end) over units [0, units), each `unit_bytes`: whole, or cut into a piece for
-  /// this thread and one for each helper (at 64-byte multiples) where the whole is kHelpedBytes
-  /// or more. Pieces run at the same time: `part` must be safe for that.
+  /// part(begin, end) over units [0, units), each `unit_bytes`: whole, or cut into even pieces,
+  /// one for this thread and one for each helper (cuts at 64-byte multiples of the units) where
+  /// the whole is kHelpedBytes or more. Pieces run at the same time: `part` must allow that.
   void split(size_t units, size_t unit_bytes, const std::function<void(size_t, size_t)>& part) const;
   /// kernels::copy, split.
   void copy(void* dst, const void* src, size_t bytes,

@@ -76,6 +76,7 @@ constexpr char kSingleCopyAllowed = 1, kSingleCopyPreferred = 2, kOversubscribed
 /// Rank 0's verdicts for the group: the flags above and the cores the ranks may run on.
 struct Verdict {
   char flags = 0;
+  char unused = 0;  // no uninitialised byte goes out
   uint16_t cores = 0;
 };
 

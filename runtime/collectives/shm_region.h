@@ -93,7 +93,7 @@ class ShmRegion {
   /// affinities, gathered at set-up): waiting ranks then yield their core.
   bool oversubscribed() const { return oversubscribed_; }
   /// Threads of this process that take parts of a large call's copies and folds
-  /// (HelperThreads): SEAM_HELPER_THREADS, or one less than the cores per rank, at most 3.
+  /// (helper_threads.h): SEAM_HELPER_THREADS, or one less than the cores per rank, at most 3.
   int helper_threads() const { return helper_threads_; }
   /// Sets the group-wide verdicts (end of set-up): `cores` is how many the ranks may run on.
   void decide(bool single_copy_allowed, bool single_copy_preferred, bool oversubscribed, int cores);

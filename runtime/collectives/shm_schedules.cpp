@@ -144,8 +144,8 @@ size_t single_copy_chunk_bytes(int ranks) {
   return std::max(kLeast, kPerCall / static_cast<size_t>(ranks - 1) / kPage * kPage);
 }
 
-/// A phase's copies, handed to the helpers at once (in place up to 16 ranks; unused entries copy
-/// nothing).
+/// A phase's copies, handed to the helpers at once (unused entries copy nothing; in place up to
+/// 16 entries).
 using Copies = InlineVector<Helpers::Copy, 16>;
 
 /// What fold_from_peers does with each folded chunk while it is in cache: `folded` holds the
@@ -220,6 +220,7 @@ comm::Task single_copy_all_reduce(Group& g, RegionLease& region, const char* sen
   const size_t es = dtype_size(dtype);
   const auto shares = even_blocks(count, n);
   const auto at = block_offsets(shares);
+  const Helpers helpers(*region, count * es);
   BufferExchange exchange(g, *region, signature, "all_reduce");
   exchange.announce(reinterpret_cast<uint64_t>(send), reinterpret_cast<uint64_t>(recv));
   co_await exchange.peers_ready();
@@ -232,8 +233,7 @@ comm::Task single_copy_all_reduce(Group& g, RegionLease& region, const char* sen
   // In place, only peer p reads or writes share p of this rank's buffer, each chunk read before
   // it is written.
   fold_from_peers(*region, round, me, send, recv + at[me] * es, at[me], shares[me], dtype, op,
-                  single_copy_result_store(count * es, n, send == recv),
-                  Helpers(*region, count * es), write_to_peers);
+                  single_copy_result_store(count * es, n, send == recv), helpers, write_to_peers);
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);
 }
@@ -332,12 +332,12 @@ comm::Task single_copy_reduce_scatter(Group& g, RegionLease& region, std::string
   const int me = g.rank();
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
+  const Helpers helpers(*region, off.back() * es);
   BufferExchange exchange(g, *region, signature, collective);
   exchange.announce(reinterpret_cast<uint64_t>(send), 0);
   co_await exchange.peers_ready();
   fold_from_peers(*region, exchange.round(), me, send, out, off[me], counts[me], dtype, op,
-                  store_for(off.back() * es, g.size(), out == send + off[me] * es),
-                  Helpers(*region, off.back() * es));
+                  store_for(off.back() * es, g.size(), out == send + off[me] * es), helpers);
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);
 }

@@ -36,6 +36,7 @@ comm::Task zero_copy_all_reduce(Group& g, ShmRegion& region, const char* send, c
   BufferExchange exchange(g, region,
                           signature_of(Collective::all_reduce, dtype, op, count, ShmVariant::zero_copy),
                           "all_reduce");
+  const Helpers helpers(region, count * es);
   exchange.announce(handles.send, handles.recv);
   co_await exchange.peers_ready();
   const auto sends = peer_buffers(region, exchange.round(), 0, me, send);
@@ -59,7 +60,7 @@ comm::Task zero_copy_all_reduce(Group& g, ShmRegion& region, const char* send, c
         kernels::copy(recvs[p] + begin * es, folded.data(), length * es, store);
     }
   };
-  Helpers(region, count * es).split(ceil_div(shares[me], chunk), kChunkBytes, fold_chunks);
+  helpers.split(ceil_div(shares[me], chunk), kChunkBytes, fold_chunks);
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);
 }
@@ -74,6 +75,7 @@ comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_vie
       g, region,
       signature_of(Collective::reduce_scatterv, dtype, op, counts, ShmVariant::zero_copy),
       collective);
+  const Helpers helpers(region, off.back() * es);
   exchange.announce(handles.send, handles.recv);
   co_await exchange.peers_ready();
   const auto sends = peer_buffers(region, exchange.round(), 0, me, send);
@@ -87,7 +89,6 @@ comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_vie
   for (int p = 0; p < n; ++p) shared_outputs &= counts[p] == 0 || region.word_of(p, exchange.round(), 1) != 0;
   const auto shares = shared_outputs ? block_offsets(even_blocks(off.back(), n)) : off;
   const size_t chunk = kChunkBytes / es;
-  const Helpers helpers(region, off.back() * es);
   for (int j : peers_from(me, n, true)) {
     // The part of block j in this rank's share, in the whole range.
     const size_t first = std::clamp(off[j], shares[me], shares[me + 1]);
@@ -119,6 +120,7 @@ comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view co
       g, region,
       signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, counts, ShmVariant::zero_copy),
       collective);
+  const Helpers helpers(region, off.back() * es);
   exchange.announce(recv_handle, 0);
   co_await exchange.peers_ready();
   const auto recvs = peer_buffers(region, exchange.round(), 0, me, recv);
@@ -134,7 +136,7 @@ comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view co
       }
     }
   };
-  Helpers(region, off.back() * es).split(ceil_div(counts[me], chunk), kChunkBytes, copy_chunks);
+  helpers.split(ceil_div(counts[me], chunk), kChunkBytes, copy_chunks);
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);
 }

@@ -17,16 +17,16 @@
 
 namespace seam::test {
 
-using collectives::HelperThreads;
+namespace helper_threads = collectives::helper_threads;
 using collectives::Helpers;
 
 TEST_CASE("every part of a job runs once, on the caller and the helpers") {
-  HelperThreads& pool = HelperThreads::at_least(3);
+  helper_threads::ensure(3);
   constexpr int kParts = 16;
   std::vector<std::atomic<int>> runs(kParts);
   std::mutex mutex;
   std::set<std::thread::id> threads;
-  pool.run(kParts, [&](int part) {
+  helper_threads::run(kParts, [&](int part) {
     runs[part].fetch_add(1);
     {
       std::lock_guard lock(mutex);
@@ -40,21 +40,21 @@ TEST_CASE("every part of a job runs once, on the caller and the helpers") {
 }
 
 TEST_CASE("jobs back to back run each part once (a helper late from one job takes the next's)") {
-  HelperThreads& pool = HelperThreads::at_least(3);
+  helper_threads::ensure(3);
   std::atomic<long> sum{0};
   long expected = 0;
   for (int job = 0; job < 3000; ++job) {
     const int parts = 1 + job % 7;
-    pool.run(parts, [&](int part) { sum.fetch_add(job * 8 + part); });
+    helper_threads::run(parts, [&](int part) { sum.fetch_add(job * 8 + part); });
     for (int part = 0; part < parts; ++part) expected += job * 8 + part;
   }
   CHECK(sum.load() == expected);
 }
 
 TEST_CASE("a part's exception reaches the caller once every part has returned") {
-  HelperThreads& pool = HelperThreads::at_least(2);
+  helper_threads::ensure(2);
   std::atomic<int> returned{0};
-  CHECK_THROWS_WITH_AS(pool.run(8,
+  CHECK_THROWS_WITH_AS(helper_threads::run(8,
                                 [&](int part) {
                                   if (part == 3) throw std::runtime_error("part 3 failed");
                                   std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -62,9 +62,19 @@ TEST_CASE("a part's exception reaches the caller once every part has returned") 
                                 }),
                        "part 3 failed", std::runtime_error);
   CHECK(returned.load() == 7);
-  int again = 0;
-  pool.run(4, [&](int) { ++again; });  // a job after a failed one runs (parts may race on again)
-  CHECK(again >= 1);
+  std::atomic<int> again{0};
+  helper_threads::run(4, [&](int) { again.fetch_add(1); });  // a job after a failed one runs
+  CHECK(again.load() == 4);
+}
+
+TEST_CASE("a job started from inside a part runs on that part's thread") {
+  helper_threads::ensure(2);
+  std::atomic<int> inner{0};
+  helper_threads::run(3, [&](int) {
+    const auto thread = std::this_thread::get_id();
+    helper_threads::run(4, [&](int) { inner.fetch_add(std::this_thread::get_id() == thread); });
+  });
+  CHECK(inner.load() == 12);
 }
 
 TEST_CASE("Helpers cut copies, batches of copies and folds at 64-byte multiples, covering all") {
