@@ -45,19 +45,26 @@ void Helpers::copy(void* dst, const void* src, size_t bytes, kernels::Store stor
   });
 }
 
-void Helpers::copy(std::span<const Copy> copies, kernels::Store store) const {
+void Helpers::split_pieces(std::span<const size_t> lengths, size_t unit_bytes,
+                           const std::function<void(size_t, size_t, size_t)>& part) const {
   size_t total = 0;
-  for (const Copy& c : copies) total += c.bytes;
-  // Each piece of [0, total) copies its overlap with every copy's place in the sequence.
-  split(total, 1, [&](size_t begin, size_t end) {
+  for (size_t length : lengths) total += length;
+  // Each cut of [0, total) takes its overlap with every piece's place in the sequence.
+  split(total, unit_bytes, [&](size_t begin, size_t end) {
     size_t at = 0;
-    for (const Copy& c : copies) {
-      const size_t from = std::max(begin, at), to = std::min(end, at + c.bytes);
-      if (from < to)
-        kernels::copy(static_cast<char*>(c.dst) + (from - at),
-                      static_cast<const char*>(c.src) + (from - at), to - from, store);
-      at += c.bytes;
+    for (size_t i = 0; i < lengths.size(); at += lengths[i], ++i) {
+      const size_t from = std::max(begin, at), to = std::min(end, at + lengths[i]);
+      if (from < to) part(i, from - at, to - at);
     }
+  });
+}
+
+void Helpers::copy(std::span<const Copy> copies, kernels::Store store) const {
+  Blocks bytes(copies.size());
+  for (size_t i = 0; i < copies.size(); ++i) bytes[i] = copies[i].bytes;
+  split_pieces(bytes, 1, [&](size_t i, size_t begin, size_t end) {
+    kernels::copy(static_cast<char*>(copies[i].dst) + begin,
+                  static_cast<const char*>(copies[i].src) + begin, end - begin, store);
   });
 }
 

@@ -36,6 +36,10 @@ class Helpers {
   /// one for this thread and one for each helper (cuts at 64-byte multiples of the units) where
   /// the whole is kHelpedBytes or more. Pieces run at the same time: `part` must allow that.
   void split(size_t units, size_t unit_bytes, const std::function<void(size_t, size_t)>& part) const;
+  /// part(i, begin, end) over pieces of lengths[i] units each, taken as one sequence and cut as
+  /// split() cuts it (one hand-off however many pieces): [begin, end) is within piece i.
+  void split_pieces(std::span<const size_t> lengths, size_t unit_bytes,
+                    const std::function<void(size_t piece, size_t begin, size_t end)>& part) const;
   /// kernels::copy, split.
   void copy(void* dst, const void* src, size_t bytes,
             kernels::Store store = kernels::Store::cached) const;

@@ -428,18 +428,23 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
     exchange.announce();
     co_await exchange.peers_ready();
     // This rank's share: the parts of its own block straight into out, the others' into its
-    // result slot, where their owners copy them from.
+    // result slot, where their owners copy them from. Part j: slot positions [first[j],
+    // first[j] + length[j]).
+    Blocks first(n), length(n);
     for (int j = 0; j < n; ++j) {
-      const size_t first = std::clamp(at[j], share[me], share[me + 1]);
-      const size_t last = std::clamp(piece_end(j), share[me], share[me + 1]);
-      if (first >= last) continue;
-      for (int p = 0; p < n; ++p)
-        sources[p] = p == me ? from(j) + (first - at[j]) * es : slot_of(p) + first * es;
-      if (j == me)
-        helpers.reduce(to + (first - at[me]) * es, sources, last - first, dtype, op, store);
-      else
-        helpers.reduce(region->result(me, round) + (first - share[me]) * es, sources, last - first, dtype, op);
+      first[j] = std::clamp(at[j], share[me], share[me + 1]);
+      length[j] = std::clamp(piece_end(j), share[me], share[me + 1]) - first[j];
     }
+    helpers.split_pieces(length, es, [&](size_t j, size_t b, size_t e) {
+      const size_t begin = first[j] + b;
+      Sources from_all(n);
+      for (int p = 0; p < n; ++p)
+        from_all[p] = p == me ? from(static_cast<int>(j)) + (begin - at[j]) * es : slot_of(p) + begin * es;
+      if (static_cast<int>(j) == me)
+        kernels::reduce(to + (begin - at[me]) * es, from_all, e - b, dtype, op, store);
+      else
+        kernels::reduce(region->result(me, round) + (begin - share[me]) * es, from_all, e - b, dtype, op);
+    });
     exchange.announce_done();
     co_await exchange.peers_done();
     Copies copy_out(n);
@@ -501,12 +506,12 @@ comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_vie
   } else {
     if (own != send) helpers.copy(own, send, counts[me] * es, store);
     co_await exchange.peers_ready();
-    for (int p : peers_from(me, n, false)) {
-      const char* block = static_cast<const char*>(region->buffer_of(p, exchange.round()));
-      helpers.split(counts[p] * es, 1, [&](size_t begin, size_t end) {
-        region->read_from(p, block + begin, recv + off[p] * es + begin, end - begin);
-      });
-    }
+    Blocks bytes(n);  // what to read from each peer (none from this rank)
+    for (int p : peers_from(me, n, false)) bytes[p] = counts[p] * es;
+    helpers.split_pieces(bytes, 1, [&](size_t p, size_t begin, size_t end) {
+      const char* block = static_cast<const char*>(region->buffer_of(static_cast<int>(p), exchange.round()));
+      region->read_from(static_cast<int>(p), block + begin, recv + off[p] * es + begin, end - begin);
+    });
   }
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);

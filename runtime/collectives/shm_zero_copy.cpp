@@ -1,6 +1,7 @@
 #include "runtime/collectives/shm_zero_copy.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "kernels/reduce/reduce.h"
 #include "runtime/collectives/blocks.h"
@@ -89,23 +90,26 @@ comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_vie
   for (int p = 0; p < n; ++p) shared_outputs &= counts[p] == 0 || region.word_of(p, exchange.round(), 1) != 0;
   const auto shares = shared_outputs ? block_offsets(even_blocks(off.back(), n)) : off;
   const size_t chunk = kChunkBytes / es;
+  // The part of block j in this rank's share, [first[j], first[j] + length[j]) of the whole
+  // range, folded into `to[j]`: one hand-off to the helpers for all blocks.
+  Blocks first(n), length(n);
+  std::vector<char*> to(n);
   for (int j : peers_from(me, n, true)) {
-    // The part of block j in this rank's share, in the whole range.
-    const size_t first = std::clamp(off[j], shares[me], shares[me + 1]);
-    const size_t last = std::clamp(off[j + 1], shares[me], shares[me + 1]);
-    if (first >= last) continue;
-    char* to = j == me ? out
-                       : static_cast<char*>(shm::map_shared_handle(
-                             region.pid_of(j), region.host_token_of(j), region.word_of(j, exchange.round(), 1)));
-    helpers.split(last - first, es, [&](size_t b, size_t e) {
-      Sources sources(n);
-      for (size_t begin = first + b; begin < first + e; begin += chunk) {
-        const size_t length = std::min(chunk, first + e - begin);
-        for (int p = 0; p < n; ++p) sources[p] = sends[p] + begin * es;
-        kernels::reduce(to + (begin - off[j]) * es, sources, length, dtype, op, store);
-      }
-    });
+    first[j] = std::clamp(off[j], shares[me], shares[me + 1]);
+    length[j] = std::clamp(off[j + 1], shares[me], shares[me + 1]) - first[j];
+    if (length[j] == 0) continue;
+    to[j] = j == me ? out
+                    : static_cast<char*>(shm::map_shared_handle(
+                          region.pid_of(j), region.host_token_of(j), region.word_of(j, exchange.round(), 1)));
   }
+  helpers.split_pieces(length, es, [&](size_t j, size_t b, size_t e) {
+    Sources sources(n);
+    for (size_t begin = first[j] + b; begin < first[j] + e; begin += chunk) {
+      const size_t count = std::min(chunk, first[j] + e - begin);
+      for (int p = 0; p < n; ++p) sources[p] = sends[p] + begin * es;
+      kernels::reduce(to[j] + (begin - off[j]) * es, sources, count, dtype, op, store);
+    }
+  });
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);
 }
