@@ -96,9 +96,13 @@ PublishedAwaiter BufferExchange::all_published(bool results) const {
                  : peers_published(g_, region_, round_, signature_, collective_);
 }
 
-comm::Task BufferExchange::finish() {
-  announce_done();
+comm::Task BufferExchange::finish(std::exception_ptr failure) {
+  if (failure)
+    region_.publish_failure(g_.rank(), round_);
+  else
+    announce_done();
   co_await peers_done();
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace seam::collectives

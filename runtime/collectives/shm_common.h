@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
 #include <string_view>
 #include <vector>
 
@@ -127,8 +128,10 @@ class BufferExchange {
   void announce_done();
   /// The same as peers_ready for every rank's result.
   PublishedAwaiter peers_done();
-  /// announce_done(), then peers_done().
-  comm::Task finish();
+  /// announce_done(), then peers_done(). With `failure` (the exception that stopped this rank's
+  /// part), publishes the failure instead, waits all the same (so that no peer still reads or
+  /// writes this rank's buffers when it returns), then rethrows it.
+  comm::Task finish(std::exception_ptr failure = nullptr);
 
  private:
   /// After this rank's publication (inputs, or `results`): wakes the sleeping peers once every

@@ -212,6 +212,15 @@ void ShmRegion::publish_result(int rank, uint64_t round) {
   flags(rank)->result_round.store(round, std::memory_order_release);
 }
 
+void ShmRegion::publish_failure(int rank, uint64_t round) {
+  flags(rank)->failed_round.store(round, std::memory_order_relaxed);
+  flags(rank)->result_round.store(round, std::memory_order_release);
+}
+
+bool ShmRegion::failed(int rank, uint64_t round) const {
+  return flags(rank)->failed_round.load(std::memory_order_relaxed) >= round;
+}
+
 bool ShmRegion::result_published(int rank, uint64_t round) const {
   return flags(rank)->result_round.load(std::memory_order_acquire) >= round;
 }
@@ -340,7 +349,15 @@ int PublishedAwaiter::blocking_peer() const {
 }
 
 void PublishedAwaiter::await_resume() {
-  if (results) return;
+  if (results) {
+    // result_round's acquire load (blocking_peer) ordered failed_round's store before it.
+    for (int p = 0; p < region->ranks(); ++p)
+      if (p != g->rank() && region->failed(p, round))
+        throw CommError("seam shm: rank " + std::to_string(g->world_rank(p)) +
+                            " failed in the middle of the call: this rank's result is incomplete",
+                        g->world_rank(p));
+    return;
+  }
   for (int p = 0; p < region->ranks(); ++p)
     if (!(region->signature_of(p, round) == signature))
       throw MismatchError(std::string(collective) + ": rank " + std::to_string(g->world_rank(p)) +

@@ -106,6 +106,11 @@ class ShmRegion {
   /// Publishes that this rank's result slot for `round` is filled.
   void publish_result(int rank, uint64_t round);
   bool result_published(int rank, uint64_t round) const;
+  /// Publishes that this rank's part of `round` failed and that it no longer touches the peers'
+  /// memory: its result counts as published, and the peers' wait for results throws.
+  void publish_failure(int rank, uint64_t round);
+  /// Whether rank r published a failure of `round`.
+  bool failed(int rank, uint64_t round) const;
   /// The world ranks of the region's group (whom a publication may have to wake).
   std::span<const int> members() const { return key_.second; }
   /// The signature rank r published with `round` (valid while this rank is in that round: a
@@ -126,6 +131,7 @@ class ShmRegion {
     std::atomic<uint64_t> round;  // last round whose slot is filled
     std::atomic<uint64_t> signature[2];  // per round parity
     std::atomic<uint64_t> result_round;  // last round whose result slot is filled
+    std::atomic<uint64_t> failed_round;  // last round this rank left on an error (see publish_failure)
     std::atomic<uint64_t> words[2][2];   // per round parity: a schedule's two buffer words
     std::atomic<int64_t> pid;
     std::atomic<uint64_t> probe;  // address of a known word in the process

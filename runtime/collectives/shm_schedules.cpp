@@ -231,10 +231,15 @@ comm::Task single_copy_all_reduce(Group& g, RegionLease& region, const char* sen
                        length * es);
   };
   // In place, only peer p reads or writes share p of this rank's buffer, each chunk read before
-  // it is written.
-  fold_from_peers(*region, round, me, send, recv + at[me] * es, at[me], shares[me], dtype, op,
-                  single_copy_result_store(count * es, n, send == recv), helpers, write_to_peers);
-  comm::Task finish = exchange.finish();
+  // it is written. A rank that fails here waits for the peers to stop writing into it.
+  std::exception_ptr failure;
+  try {
+    fold_from_peers(*region, round, me, send, recv + at[me] * es, at[me], shares[me], dtype, op,
+                    single_copy_result_store(count * es, n, send == recv), helpers, write_to_peers);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  comm::Task finish = exchange.finish(failure);
   co_await comm::run(finish);
 }
 
@@ -336,9 +341,14 @@ comm::Task single_copy_reduce_scatter(Group& g, RegionLease& region, std::string
   BufferExchange exchange(g, *region, signature, collective);
   exchange.announce(reinterpret_cast<uint64_t>(send), 0);
   co_await exchange.peers_ready();
-  fold_from_peers(*region, exchange.round(), me, send, out, off[me], counts[me], dtype, op,
-                  store_for(off.back() * es, g.size(), out == send + off[me] * es), helpers);
-  comm::Task finish = exchange.finish();
+  std::exception_ptr failure;
+  try {
+    fold_from_peers(*region, exchange.round(), me, send, out, off[me], counts[me], dtype, op,
+                    store_for(off.back() * es, g.size(), out == send + off[me] * es), helpers);
+  } catch (...) {
+    failure = std::current_exception();  // the peers hear of it at once, not at their deadline
+  }
+  comm::Task finish = exchange.finish(failure);
   co_await comm::run(finish);
 }
 
@@ -499,21 +509,28 @@ comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_vie
   char* own = recv + off[me] * es;
   const kernels::Store store = store_for(off.back() * es, n, false);
   const Helpers helpers(*region, off.back() * es);
-  if (push) {
-    co_await exchange.peers_ready();
-    push_own_block(*region, exchange.round(), me, send, own, off[me] * es, counts[me] * es, store,
-                   helpers);
-  } else {
-    if (own != send) helpers.copy(own, send, counts[me] * es, store);
-    co_await exchange.peers_ready();
-    Blocks bytes(n);  // what to read from each peer (none from this rank)
-    for (int p : peers_from(me, n, false)) bytes[p] = counts[p] * es;
-    helpers.split_pieces(bytes, 1, [&](size_t p, size_t begin, size_t end) {
-      const char* block = static_cast<const char*>(region->buffer_of(static_cast<int>(p), exchange.round()));
-      region->read_from(static_cast<int>(p), block + begin, recv + off[p] * es + begin, end - begin);
-    });
+  if (!push && own != send) helpers.copy(own, send, counts[me] * es, store);
+  co_await exchange.peers_ready();
+  // A rank that fails here waits for the peer to stop writing into it (push), and the peers
+  // hear of it at once.
+  std::exception_ptr failure;
+  try {
+    if (push) {
+      push_own_block(*region, exchange.round(), me, send, own, off[me] * es, counts[me] * es,
+                     store, helpers);
+    } else {
+      Blocks bytes(n);  // what to read from each peer (none from this rank)
+      for (int p : peers_from(me, n, false)) bytes[p] = counts[p] * es;
+      helpers.split_pieces(bytes, 1, [&](size_t p, size_t begin, size_t end) {
+        const int peer = static_cast<int>(p);
+        const char* block = static_cast<const char*>(region->buffer_of(peer, exchange.round()));
+        region->read_from(peer, block + begin, recv + off[p] * es + begin, end - begin);
+      });
+    }
+  } catch (...) {
+    failure = std::current_exception();
   }
-  comm::Task finish = exchange.finish();
+  comm::Task finish = exchange.finish(failure);
   co_await comm::run(finish);
 }
 
