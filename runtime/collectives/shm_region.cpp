@@ -23,8 +23,10 @@ namespace seam::collectives {
 namespace {
 
 constexpr size_t kFlagsBytes = 128;
-// What a peer reads from this process to find out whether it may (probe_single_copy).
-const uint64_t kProbeWord = 0x5ea3c0117ec71e5ull;
+// What a peer reads from this process, and writes back unchanged, to find out whether it may
+// (probe_single_copy). This process never reads it.
+constexpr uint64_t kProbeValue = 0x5ea3c0117ec71e5ull;
+uint64_t probe_word = kProbeValue;
 // Messages of the set-up handshake use steps no schedule reaches.
 // A control step (from 1024): the set-up does not depend on the call's signature.
 constexpr uint32_t kSetupStep = 0x7F0;
@@ -240,7 +242,7 @@ uint64_t ShmRegion::host_token_of(int rank) const {
 void ShmRegion::introduce(int rank) {
   flags(rank)->pid.store(getpid(), std::memory_order_relaxed);
   flags(rank)->host_token.store(shm::process_token(), std::memory_order_relaxed);
-  flags(rank)->probe.store(reinterpret_cast<uint64_t>(&kProbeWord), std::memory_order_release);
+  flags(rank)->probe.store(reinterpret_cast<uint64_t>(&probe_word), std::memory_order_release);
 }
 
 void ShmRegion::decide(bool single_copy_allowed, bool single_copy_preferred, bool oversubscribed,
@@ -258,8 +260,11 @@ void ShmRegion::decide(bool single_copy_allowed, bool single_copy_preferred, boo
 
 bool ShmRegion::probe_single_copy(int rank) const {
   uint64_t word = 0;
-  const auto* remote = reinterpret_cast<const void*>(flags(rank)->probe.load(std::memory_order_acquire));
-  return shm::read_process_memory(pid_of(rank), remote, &word, sizeof word) == 0 && word == kProbeWord;
+  auto* remote = reinterpret_cast<void*>(flags(rank)->probe.load(std::memory_order_acquire));
+  // A seccomp profile may allow process_vm_readv and not _writev: the schedules need both.
+  return shm::read_process_memory(pid_of(rank), remote, &word, sizeof word) == 0 &&
+         word == kProbeValue &&
+         shm::write_process_memory(pid_of(rank), remote, &word, sizeof word) == 0;
 }
 
 void ShmRegion::read_from(int rank, const void* remote, void* local, size_t bytes) const {

@@ -73,21 +73,21 @@ class ShmRegion {
   }
   /// Word `which` (0 or 1) rank r published with `round`.
   uint64_t word_of(int rank, uint64_t round, int which) const;
-  /// Rank r's process id (for single-copy reads and shared host memory).
+  /// Rank r's process id (for single-copy reads and writes, and shared host memory).
   pid_t pid_of(int rank) const;
   /// Rank r's shm::process_token() (shared host memory).
   uint64_t host_token_of(int rank) const;
 
-  /// Records this process's pid for single-copy reads (set-up, before any round).
+  /// Records this process's pid for single-copy reads and writes (set-up, before any round).
   void introduce(int rank);
   /// Whether every rank may read and write its peers' memory directly (process_vm_readv and
   /// _writev, which the kernel allows alike; probed with a read at set-up: containers or Yama
   /// may forbid it).
   bool single_copy() const { return single_copy_; }
-  /// Whether single-copy reads are also fast here: rank 0 measured the kernel's copy at set-up
+  /// Whether single-copy is also fast here: rank 0 measured the kernel's copy at set-up
   /// (shm::kernel_copy_speed_ratio), and every rank got its verdict, so all choose alike.
   bool single_copy_preferred() const { return single_copy_preferred_; }
-  /// Whether this process may read a known word of rank r's process.
+  /// Whether this process may read a known word of rank r's process and write it back.
   bool probe_single_copy(int rank) const;
   /// Whether the local ranks outnumber the cores they may run on (the union of their CPU
   /// affinities, gathered at set-up): waiting ranks then yield their core.

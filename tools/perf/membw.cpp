@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <thread>
@@ -27,21 +28,34 @@ size_t buffer_bytes() {
   return std::clamp(bytes, size_t{128} << 20, size_t{256} << 20);
 }
 
-/// Threads each rank copies with: the cores it may run on shared out among the ranks of its
-/// host, at least one. The figure is then the machine's bandwidth, which Seam's helper threads
-/// reach for where cores are spare, not one core's a rank. (Collective.)
+/// What a rank tells the others: its machine (the kernel's boot id) and the cores it may use.
+struct Placement {
+  size_t machine;
+  cpu_set_t cores;
+};
+
+/// Threads each rank copies with: the cores its machine's ranks may run on (the union of their
+/// affinities, as Seam counts them for its helper threads) shared out among those ranks, at
+/// least one. The figure is then the machine's bandwidth, which helper threads reach for where
+/// cores are spare, not one core's a rank. (Collective.)
 int copy_threads(comm::Communicator& comm) {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  const size_t hash = std::hash<std::string>{}(name);
-  const int32_t mine[2] = {static_cast<int32_t>(hash), static_cast<int32_t>(hash >> 32)};
-  std::vector<int32_t> all(2 * static_cast<size_t>(comm.size()));
-  comm.all_gather(mine, all.data(), 2, DType::i32).wait();
-  int on_host = 0;
-  for (int r = 0; r < comm.size(); ++r) on_host += all[2 * r] == mine[0] && all[2 * r + 1] == mine[1];
-  cpu_set_t set;
-  const int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-  return std::max(1, cores / std::max(1, on_host));
+  Placement mine{};
+  std::ifstream boot_id("/proc/sys/kernel/random/boot_id");
+  std::string machine;
+  std::getline(boot_id, machine);
+  mine.machine = std::hash<std::string>{}(machine);
+  if (sched_getaffinity(0, sizeof mine.cores, &mine.cores) != 0) CPU_ZERO(&mine.cores);
+  std::vector<Placement> all(static_cast<size_t>(comm.size()));
+  comm.all_gather(&mine, all.data(), sizeof mine, DType::u8).wait();
+  cpu_set_t cores;
+  CPU_ZERO(&cores);
+  int on_machine = 0;
+  for (const Placement& p : all) {
+    if (p.machine != mine.machine) continue;
+    ++on_machine;
+    CPU_OR(&cores, &cores, &p.cores);
+  }
+  return std::max(1, CPU_COUNT(&cores) / std::max(1, on_machine));
 }
 
 /// memcpy of `bytes` split across `threads` threads that start together.
