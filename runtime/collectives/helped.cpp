@@ -21,16 +21,9 @@ Helpers::~Helpers() {
   if (threads_ > 0) helper_threads::end_call();
 }
 
-void Helpers::split(size_t units, size_t unit_bytes,
-                    const std::function<void(size_t, size_t)>& part) const {
-  if (units == 0) return;
-  const int parts = threads_ > 0 && units * unit_bytes >= kHelpedBytes
-                        ? static_cast<int>(std::min<size_t>(threads_ + 1, units))
-                        : 1;
-  if (parts == 1) {
-    part(0, units);
-    return;
-  }
+void Helpers::split_across(size_t units, size_t unit_bytes,
+                           const std::function<void(size_t, size_t)>& part) const {
+  const int parts = static_cast<int>(std::min<size_t>(threads_ + 1, units));
   const size_t line = std::max<size_t>(1, 64 / unit_bytes);
   auto cut = [&](int i) { return i == parts ? units : units * i / parts / line * line; };
   helper_threads::run(parts, [&](int i) {
@@ -38,24 +31,22 @@ void Helpers::split(size_t units, size_t unit_bytes,
   });
 }
 
-void Helpers::copy(void* dst, const void* src, size_t bytes, kernels::Store store) const {
-  split(bytes, 1, [&](size_t begin, size_t end) {
-    kernels::copy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin,
-                  end - begin, store);
-  });
-}
-
-void Helpers::split_pieces(std::span<const size_t> lengths, size_t unit_bytes,
-                           const std::function<void(size_t, size_t, size_t)>& part) const {
-  size_t total = 0;
-  for (size_t length : lengths) total += length;
+void Helpers::split_pieces_across(std::span<const size_t> lengths, size_t total, size_t unit_bytes,
+                                  const std::function<void(size_t, size_t, size_t)>& part) const {
   // Each cut of [0, total) takes its overlap with every piece's place in the sequence.
-  split(total, unit_bytes, [&](size_t begin, size_t end) {
+  split_across(total, unit_bytes, [&](size_t begin, size_t end) {
     size_t at = 0;
     for (size_t i = 0; i < lengths.size(); at += lengths[i], ++i) {
       const size_t from = std::max(begin, at), to = std::min(end, at + lengths[i]);
       if (from < to) part(i, from - at, to - at);
     }
+  });
+}
+
+void Helpers::copy(void* dst, const void* src, size_t bytes, kernels::Store store) const {
+  split(bytes, 1, [&](size_t begin, size_t end) {
+    kernels::copy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin,
+                  end - begin, store);
   });
 }
 
@@ -71,7 +62,8 @@ void Helpers::copy(std::span<const Copy> copies, kernels::Store store) const {
 void Helpers::reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype,
                      ReduceOp op, kernels::Store store) const {
   const size_t es = dtype_size(dtype);
-  split(count, es, [&](size_t begin, size_t end) {
+  if (!splits(count * es)) return kernels::reduce(dst, srcs, count, dtype, op, store);
+  split_across(count, es, [&](size_t begin, size_t end) {
     Sources from(srcs.size());
     for (size_t p = 0; p < srcs.size(); ++p) from[p] = static_cast<const char*>(srcs[p]) + begin * es;
     kernels::reduce(static_cast<char*>(dst) + begin * es, from, end - begin, dtype, op, store);

@@ -35,19 +35,31 @@ class Helpers {
   /// part(begin, end) over units [0, units), each `unit_bytes`: whole, or cut into even pieces,
   /// one for this thread and one for each helper (cuts at 64-byte multiples of the units) where
   /// the whole is kHelpedBytes or more. Pieces run at the same time: `part` must allow that.
-  void split(size_t units, size_t unit_bytes, const std::function<void(size_t, size_t)>& part) const;
+  template <class Part>
+  void split(size_t units, size_t unit_bytes, Part&& part) const {
+    if (units == 0) return;
+    if (!splits(units * unit_bytes)) return part(size_t{0}, units);
+    split_across(units, unit_bytes, part);
+  }
   /// part(i, begin, end) over pieces of lengths[i] units each, taken as one sequence and cut as
   /// split() cuts it (one hand-off however many pieces): [begin, end) is within piece i.
-  void split_pieces(std::span<const size_t> lengths, size_t unit_bytes,
-                    const std::function<void(size_t piece, size_t begin, size_t end)>& part) const;
+  template <class Part>
+  void split_pieces(std::span<const size_t> lengths, size_t unit_bytes, Part&& part) const {
+    size_t total = 0;
+    for (size_t length : lengths) total += length;
+    if (splits(total * unit_bytes)) return split_pieces_across(lengths, total, unit_bytes, part);
+    for (size_t i = 0; i < lengths.size(); ++i)
+      if (lengths[i]) part(i, size_t{0}, lengths[i]);
+  }
   /// kernels::copy, split.
   void copy(void* dst, const void* src, size_t bytes,
             kernels::Store store = kernels::Store::cached) const;
-  /// One copy of many: `bytes` from `src` to `dst`.
+  /// One copy of many: `bytes` from `src` to `dst` (trivial, so that arrays of them cost nothing
+  /// to declare).
   struct Copy {
-    void* dst = nullptr;
-    const void* src = nullptr;
-    size_t bytes = 0;
+    void* dst;
+    const void* src;
+    size_t bytes;
   };
   /// Every copy, their bytes split together (one hand-off for a phase's copies, however many).
   void copy(std::span<const Copy> copies, kernels::Store store = kernels::Store::cached) const;
@@ -56,6 +68,15 @@ class Helpers {
               kernels::Store store = kernels::Store::cached) const;
 
  private:
+  /// Whether an operation of `bytes` is cut for the helpers.
+  bool splits(size_t bytes) const { return threads_ > 0 && bytes >= kHelpedBytes; }
+  /// split() where it cuts.
+  void split_across(size_t units, size_t unit_bytes,
+                    const std::function<void(size_t, size_t)>& part) const;
+  /// split_pieces() where it cuts.
+  void split_pieces_across(std::span<const size_t> lengths, size_t total, size_t unit_bytes,
+                           const std::function<void(size_t, size_t, size_t)>& part) const;
+
   int threads_ = 0;
 };
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <ctime>
 #include <cstdint>
 #include <deque>
 #include <exception>
@@ -33,6 +34,15 @@
 namespace seam::comm {
 
 using Clock = std::chrono::steady_clock;
+
+/// Clock::now() to within a scheduler tick (1-4 ms), without reading and scaling the time
+/// counter: all the deadlines and the liveness checks need, which every operation and every
+/// step take.
+inline Clock::time_point coarse_now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);  // steady_clock's CLOCK_MONOTONIC, coarser
+  return Clock::time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
+}
 
 /// Transport tag layout (48 bits; UCX keeps the bits above for the source rank):
 ///   [47..34] context id (14 bits)  [33..32] kind  [31..0] payload

@@ -51,7 +51,7 @@ void Engine::reserve_contexts(uint32_t up_to_exclusive) {
 
 void Engine::start(const std::shared_ptr<WorkState>& w) {
   check_usable();
-  w->deadline = Clock::now() + std::chrono::milliseconds(config_.timeout_ms);
+  w->deadline = coarse_now() + std::chrono::milliseconds(config_.timeout_ms);
   // Post the first messages now, so communication starts before anyone waits.
   try {
     if (w->step()) w->status = WorkState::Status::done;
@@ -126,7 +126,7 @@ void Engine::step_all() {
       if (aborted()) return;
     }
   }
-  const auto now = Clock::now();
+  const auto now = coarse_now();
   const bool check_peers = now - last_liveness_check_ >= std::chrono::milliseconds(5);
   if (check_peers) last_liveness_check_ = now;
   for (auto& o : outstanding_) {
@@ -217,8 +217,10 @@ void Engine::drive(WorkState& w) {
   if (w.status != WorkState::Status::pending) return;
   const auto spin = spin_.current();
   const auto relax = oversubscribed ? std::chrono::microseconds(0) : spin_.setting();
-  const auto start = Clock::now();
-  auto relax_end = start + relax, spin_end = start + spin;
+  // The windows open at the first look that leaves the operation pending (most short ones end
+  // at it: no clock read then).
+  Clock::time_point relax_end{}, spin_end{};
+  bool windows_open = false;
   std::optional<Clock::time_point> slept_since;
   while (w.status == WorkState::Status::pending) {
     const uint64_t resumed_before = comm::Task::resumptions_on_this_thread();
@@ -228,7 +230,8 @@ void Engine::drive(WorkState& w) {
     auto now = Clock::now();
     // The spin window restarts whenever the transport moved or a task advanced (it may have
     // copied or reduced a large block and then published a flag the peers wait on).
-    if (moved || comm::Task::resumptions_on_this_thread() != resumed_before) {
+    if (!windows_open || moved || comm::Task::resumptions_on_this_thread() != resumed_before) {
+      windows_open = true;
       relax_end = now + relax;
       spin_end = now + spin;
     }
