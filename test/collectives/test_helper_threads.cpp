@@ -77,6 +77,23 @@ TEST_CASE("a job started from inside a part runs on that part's thread") {
   CHECK(inner.load() == 12);
 }
 
+TEST_CASE("Helpers cut runs of chunks evenly: no piece takes the remainder") {
+  const Helpers helpers(3);
+  for (size_t units : {size_t{4}, size_t{7}, size_t{14}, size_t{19}}) {
+    CAPTURE(units);
+    std::mutex mutex;
+    std::vector<size_t> sizes;
+    helpers.split(units, 64 * 1024, [&](size_t begin, size_t end) {
+      std::lock_guard lock(mutex);
+      sizes.push_back(end - begin);
+    });
+    CHECK(std::accumulate(sizes.begin(), sizes.end(), size_t{0}) == units);
+    CHECK(sizes.size() == 4u);
+    CHECK(*std::max_element(sizes.begin(), sizes.end()) -
+              *std::min_element(sizes.begin(), sizes.end()) <= 1);
+  }
+}
+
 TEST_CASE("Helpers cut copies, batches of copies and folds at 64-byte multiples, covering all") {
   const Helpers helpers(2);
   for (size_t bytes : {size_t{0}, size_t{100}, Helpers::kHelpedBytes - 1, Helpers::kHelpedBytes,
