@@ -2,6 +2,7 @@
 // where the call is large and the region has helpers; otherwise run by the calling thread alone.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <span>
@@ -40,6 +41,13 @@ class Helpers {
     if (units == 0) return;
     if (!splits(units * unit_bytes)) return part(size_t{0}, units);
     split_across(units, unit_bytes, part);
+  }
+  /// part(begin, end) over elements [0, count) in runs of whole chunks of `chunk` elements
+  /// (`chunk_bytes` each, the last one shorter), cut as split() cuts them: each thread's run.
+  template <class Part>
+  void split_runs(size_t count, size_t chunk, size_t chunk_bytes, Part&& part) const {
+    split((count + chunk - 1) / chunk, chunk_bytes,
+          [&](size_t first, size_t end) { part(first * chunk, std::min(count, end * chunk)); });
   }
   /// part(i, begin, end) over pieces of lengths[i] units each, taken as one sequence and cut as
   /// split() cuts it (one hand-off however many pieces): [begin, end) is within piece i.

@@ -100,6 +100,19 @@ kernels::Store store_for(size_t bytes, int ranks, bool destination_cached);
 // a sleeper's last look missed finds its mark (the fences pair); of those, the last to pass its
 // fence sees every flag, so one rings.
 
+/// The exception `part` threw, or none. A schedule whose part touches the peers' buffers hands
+/// it to BufferExchange::finish, so that a rank that failed still waits until no peer touches
+/// its buffers, and the peers hear of the failure at once rather than at their deadline.
+template <class Part>
+std::exception_ptr failure_of(Part&& part) {
+  try {
+    part();
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
 /// The rounds of a shared-memory schedule and their waits. Each round every rank announces what
 /// it put in its slot or which buffers it works on (`announce(a, b)`), waits for all
 /// (`co_await peers_ready()`), works; reductions in shares then say their share is done and

@@ -166,13 +166,12 @@ void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char
   const size_t chunk_bytes = single_copy_chunk_bytes(n);
   const size_t chunk = chunk_bytes / es;
   const bool fold_in_scratch = then && store == kernels::Store::streaming;
-  auto fold_chunks = [&](size_t first_chunk, size_t end_chunk) {
+  auto fold_run = [&](size_t run_begin, size_t run_end) {
     Scratch scratch((n - 1 + (fold_in_scratch ? 1 : 0)) * chunk_bytes);
     char* folded_chunk = scratch.data() + (n - 1) * chunk_bytes;
     Sources sources(n);
-    for (size_t begin = first_chunk * chunk; begin < std::min(count, end_chunk * chunk);
-         begin += chunk) {
-      const size_t length = std::min(chunk, count - begin);
+    for (size_t begin = run_begin; begin < run_end; begin += chunk) {
+      const size_t length = std::min(chunk, run_end - begin);
       for (int p = 0; p < n; ++p) {
         if (p == me) {
           sources[p] = own + (first + begin) * es;
@@ -193,7 +192,7 @@ void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char
       then(folded_chunk, begin, length);
     }
   };
-  helpers.split(ceil_div(count, chunk), chunk_bytes, fold_chunks);
+  helpers.split_runs(count, chunk, chunk_bytes, fold_run);
 }
 
 }  // namespace
@@ -231,14 +230,11 @@ comm::Task single_copy_all_reduce(Group& g, RegionLease& region, const char* sen
                        length * es);
   };
   // In place, only peer p reads or writes share p of this rank's buffer, each chunk read before
-  // it is written. A rank that fails here waits for the peers to stop writing into it.
-  std::exception_ptr failure;
-  try {
+  // it is written.
+  const std::exception_ptr failure = failure_of([&] {
     fold_from_peers(*region, round, me, send, recv + at[me] * es, at[me], shares[me], dtype, op,
                     single_copy_result_store(count * es, n, send == recv), helpers, write_to_peers);
-  } catch (...) {
-    failure = std::current_exception();
-  }
+  });
   comm::Task finish = exchange.finish(failure);
   co_await comm::run(finish);
 }
@@ -341,13 +337,10 @@ comm::Task single_copy_reduce_scatter(Group& g, RegionLease& region, std::string
   BufferExchange exchange(g, *region, signature, collective);
   exchange.announce(reinterpret_cast<uint64_t>(send), 0);
   co_await exchange.peers_ready();
-  std::exception_ptr failure;
-  try {
+  const std::exception_ptr failure = failure_of([&] {
     fold_from_peers(*region, exchange.round(), me, send, out, off[me], counts[me], dtype, op,
                     store_for(off.back() * es, g.size(), out == send + off[me] * es), helpers);
-  } catch (...) {
-    failure = std::current_exception();  // the peers hear of it at once, not at their deadline
-  }
+  });
   comm::Task finish = exchange.finish(failure);
   co_await comm::run(finish);
 }
@@ -478,10 +471,9 @@ void push_own_block(const ShmRegion& region, uint64_t round, int me, const char*
                     char* own, size_t offset, size_t bytes, kernels::Store store,
                     const Helpers& helpers) {
   const size_t chunk = single_copy_chunk_bytes(region.ranks());
-  helpers.split(ceil_div(bytes, chunk), chunk, [&](size_t first_chunk, size_t end_chunk) {
-    for (size_t begin = first_chunk * chunk; begin < std::min(bytes, end_chunk * chunk);
-         begin += chunk) {
-      const size_t length = std::min(chunk, bytes - begin);
+  helpers.split_runs(bytes, chunk, chunk, [&](size_t run_begin, size_t run_end) {
+    for (size_t begin = run_begin; begin < run_end; begin += chunk) {
+      const size_t length = std::min(chunk, run_end - begin);
       if (own != send) kernels::copy(own + begin, send + begin, length, store);
       for (int p : peers_from(me, region.ranks(), false))
         region.write_to(p, region.target_of(p, round) + offset + begin, send + begin, length);
@@ -511,25 +503,20 @@ comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_vie
   const Helpers helpers(*region, off.back() * es);
   if (!push && own != send) helpers.copy(own, send, counts[me] * es, store);
   co_await exchange.peers_ready();
-  // A rank that fails here waits for the peer to stop writing into it (push), and the peers
-  // hear of it at once.
-  std::exception_ptr failure;
-  try {
+  const std::exception_ptr failure = failure_of([&] {
     if (push) {
       push_own_block(*region, exchange.round(), me, send, own, off[me] * es, counts[me] * es,
                      store, helpers);
-    } else {
-      Blocks bytes(n);  // what to read from each peer (none from this rank)
-      for (int p : peers_from(me, n, false)) bytes[p] = counts[p] * es;
-      helpers.split_pieces(bytes, 1, [&](size_t p, size_t begin, size_t end) {
-        const int peer = static_cast<int>(p);
-        const char* block = static_cast<const char*>(region->buffer_of(peer, exchange.round()));
-        region->read_from(peer, block + begin, recv + off[p] * es + begin, end - begin);
-      });
+      return;
     }
-  } catch (...) {
-    failure = std::current_exception();
-  }
+    Blocks bytes(n);  // what to read from each peer (none from this rank)
+    for (int p : peers_from(me, n, false)) bytes[p] = counts[p] * es;
+    helpers.split_pieces(bytes, 1, [&](size_t p, size_t begin, size_t end) {
+      const int peer = static_cast<int>(p);
+      const char* block = static_cast<const char*>(region->buffer_of(peer, exchange.round()));
+      region->read_from(peer, block + begin, recv + off[p] * es + begin, end - begin);
+    });
+  });
   comm::Task finish = exchange.finish(failure);
   co_await comm::run(finish);
 }

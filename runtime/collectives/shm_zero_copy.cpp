@@ -49,19 +49,18 @@ comm::Task zero_copy_all_reduce(Group& g, ShmRegion& region, const char* send, c
   const kernels::Store store = store_for(count * es, n, false);
   const size_t chunk = kChunkBytes / es;
   // The helpers take runs of chunks, each with its own scratch.
-  const auto fold_chunks = [&](size_t c, size_t end) {
+  const auto fold_run = [&](size_t run_begin, size_t run_end) {
     Scratch folded(kChunkBytes);
     Sources sources(n);
-    for (size_t begin = at[me] + c * chunk; begin < std::min(at[me + 1], at[me] + end * chunk);
-         begin += chunk) {
-      const size_t length = std::min(chunk, at[me + 1] - begin);
+    for (size_t begin = at[me] + run_begin; begin < at[me] + run_end; begin += chunk) {
+      const size_t length = std::min(chunk, at[me] + run_end - begin);
       for (int p = 0; p < n; ++p) sources[p] = sends[p] + begin * es;
       kernels::reduce(folded.data(), sources, length, dtype, op);
       for (int p : peers_from(me, n, true))
         kernels::copy(recvs[p] + begin * es, folded.data(), length * es, store);
     }
   };
-  helpers.split(ceil_div(shares[me], chunk), kChunkBytes, fold_chunks);
+  helpers.split_runs(shares[me], chunk, kChunkBytes, fold_run);
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);
 }
@@ -130,9 +129,9 @@ comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view co
   const auto recvs = peer_buffers(region, exchange.round(), 0, me, recv);
   const kernels::Store store = store_for(off.back() * es, n, false);
   const size_t chunk = kChunkBytes / es;
-  const auto copy_chunks = [&](size_t c, size_t end) {
-    for (size_t begin = c * chunk; begin < std::min(counts[me], end * chunk); begin += chunk) {
-      const size_t bytes = std::min(chunk, counts[me] - begin) * es;
+  const auto copy_run = [&](size_t run_begin, size_t run_end) {
+    for (size_t begin = run_begin; begin < run_end; begin += chunk) {
+      const size_t bytes = std::min(chunk, run_end - begin) * es;
       const char* from = send + begin * es;
       for (int p : peers_from(me, n, true)) {
         char* to = recvs[p] + (off[me] + begin) * es;
@@ -140,7 +139,7 @@ comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view co
       }
     }
   };
-  helpers.split(ceil_div(counts[me], chunk), kChunkBytes, copy_chunks);
+  helpers.split_runs(counts[me], chunk, kChunkBytes, copy_run);
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);
 }
