@@ -62,7 +62,7 @@ void Helpers::copy(std::span<const Copy> copies, kernels::Store store) const {
 void Helpers::reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype,
                      ReduceOp op, kernels::Store store) const {
   const size_t es = dtype_size(dtype);
-  if (!splits(count * es)) return kernels::reduce(dst, srcs, count, dtype, op, store);
+  if (!splits(count * es * srcs.size())) return kernels::reduce(dst, srcs, count, dtype, op, store);
   split_across(count, es, [&](size_t begin, size_t end) {
     Sources from(srcs.size());
     for (size_t p = 0; p < srcs.size(); ++p) from[p] = static_cast<const char*>(srcs[p]) + begin * es;

@@ -35,27 +35,34 @@ class Helpers {
 
   /// part(begin, end) over units [0, units), each `unit_bytes`: whole, or cut into even pieces,
   /// one for this thread and one for each helper (cuts at 64-byte multiples of the units) where
-  /// the whole is kHelpedBytes or more. Pieces run at the same time: `part` must allow that.
+  /// the bytes moved are kHelpedBytes or more. `ways`: the buffers each unit is read from or
+  /// written to besides the first (a fold of n ranks' buffers or a copy to n ranks: n), since a
+  /// fold's result is n times smaller than what it reads. Pieces run at the same time: `part`
+  /// must allow that.
   template <class Part>
-  void split(size_t units, size_t unit_bytes, Part&& part) const {
+  void split(size_t units, size_t unit_bytes, Part&& part, size_t ways = 1) const {
     if (units == 0) return;
-    if (!splits(units * unit_bytes)) return part(size_t{0}, units);
+    if (!splits(units * unit_bytes * ways)) return part(size_t{0}, units);
     split_across(units, unit_bytes, part);
   }
   /// part(begin, end) over elements [0, count) in runs of whole chunks of `chunk` elements
   /// (`chunk_bytes` each, the last one shorter), cut as split() cuts them: each thread's run.
   template <class Part>
-  void split_runs(size_t count, size_t chunk, size_t chunk_bytes, Part&& part) const {
-    split((count + chunk - 1) / chunk, chunk_bytes,
-          [&](size_t first, size_t end) { part(first * chunk, std::min(count, end * chunk)); });
+  void split_runs(size_t count, size_t chunk, size_t chunk_bytes, Part&& part,
+                  size_t ways = 1) const {
+    split(
+        (count + chunk - 1) / chunk, chunk_bytes,
+        [&](size_t first, size_t end) { part(first * chunk, std::min(count, end * chunk)); }, ways);
   }
   /// part(i, begin, end) over pieces of lengths[i] units each, taken as one sequence and cut as
   /// split() cuts it (one hand-off however many pieces): [begin, end) is within piece i.
   template <class Part>
-  void split_pieces(std::span<const size_t> lengths, size_t unit_bytes, Part&& part) const {
+  void split_pieces(std::span<const size_t> lengths, size_t unit_bytes, Part&& part,
+                    size_t ways = 1) const {
     size_t total = 0;
     for (size_t length : lengths) total += length;
-    if (splits(total * unit_bytes)) return split_pieces_across(lengths, total, unit_bytes, part);
+    if (splits(total * unit_bytes * ways))
+      return split_pieces_across(lengths, total, unit_bytes, part);
     for (size_t i = 0; i < lengths.size(); ++i)
       if (lengths[i]) part(i, size_t{0}, lengths[i]);
   }
@@ -71,7 +78,7 @@ class Helpers {
   };
   /// Every copy, their bytes split together (one hand-off for a phase's copies, however many).
   void copy(std::span<const Copy> copies, kernels::Store store = kernels::Store::cached) const;
-  /// kernels::reduce, split.
+  /// kernels::reduce, split (weighed by the bytes it reads from all `srcs`).
   void reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype, ReduceOp op,
               kernels::Store store = kernels::Store::cached) const;
 

@@ -192,7 +192,7 @@ void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char
       then(folded_chunk, begin, length);
     }
   };
-  helpers.split_runs(count, chunk, chunk_bytes, fold_run);
+  helpers.split_runs(count, chunk, chunk_bytes, fold_run, n);
 }
 
 }  // namespace
@@ -447,7 +447,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
         kernels::reduce(to + (begin - at[me]) * es, from_all, e - b, dtype, op, store);
       else
         kernels::reduce(region->result(me, round) + (begin - share[me]) * es, from_all, e - b, dtype, op);
-    });
+    }, n);
     exchange.announce_done();
     co_await exchange.peers_done();
     Copies copy_out(n);
@@ -478,7 +478,7 @@ void push_own_block(const ShmRegion& region, uint64_t round, int me, const char*
       for (int p : peers_from(me, region.ranks(), false))
         region.write_to(p, region.target_of(p, round) + offset + begin, send + begin, length);
     }
-  });
+  }, region.ranks());
 }
 
 /// Single-copy gather. Two ranks with even blocks write their block into the peer's recv

@@ -60,7 +60,7 @@ comm::Task zero_copy_all_reduce(Group& g, ShmRegion& region, const char* send, c
         kernels::copy(recvs[p] + begin * es, folded.data(), length * es, store);
     }
   };
-  helpers.split_runs(shares[me], chunk, kChunkBytes, fold_run);
+  helpers.split_runs(shares[me], chunk, kChunkBytes, fold_run, n);
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);
 }
@@ -108,7 +108,7 @@ comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_vie
       for (int p = 0; p < n; ++p) sources[p] = sends[p] + begin * es;
       kernels::reduce(to[j] + (begin - off[j]) * es, sources, count, dtype, op, store);
     }
-  });
+  }, n);
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);
 }
@@ -139,7 +139,7 @@ comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view co
       }
     }
   };
-  helpers.split_runs(counts[me], chunk, kChunkBytes, copy_run);
+  helpers.split_runs(counts[me], chunk, kChunkBytes, copy_run, n);
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);
 }

@@ -94,6 +94,28 @@ TEST_CASE("Helpers cut runs of chunks evenly: no piece takes the remainder") {
   }
 }
 
+TEST_CASE("Helpers weigh an operation by the buffers it reads or writes, not by its result") {
+  const Helpers helpers(1);
+  auto parts = [&](size_t bytes, size_t ways) {
+    std::atomic<int> count{0};
+    helpers.split(bytes, 1, [&](size_t, size_t) { ++count; }, ways);
+    return count.load();
+  };
+  // 8 ranks' shares of a 1 MiB slot: 128 KiB each, read from 8 buffers.
+  CHECK(parts(Helpers::kHelpedBytes / 2, 1) == 1);
+  CHECK(parts(Helpers::kHelpedBytes / 2, 8) == 2);
+  CHECK(parts(Helpers::kHelpedBytes / 8 - 64, 8) == 1);
+  // reduce() weighs by its sources (half the helped size: split from two sources, whole from one).
+  std::vector<float> a(Helpers::kHelpedBytes / 8, 1.0f), b(a.size(), 2.0f), out(a.size());
+  std::atomic<int> wrong{0};
+  for (int sources : {1, 2}) {
+    const void* from[] = {a.data(), b.data()};
+    helpers.reduce(out.data(), std::span(from, sources), a.size(), DType::f32, ReduceOp::sum);
+    for (float x : out) wrong += x != (sources == 1 ? 1.0f : 3.0f);
+  }
+  CHECK(wrong.load() == 0);
+}
+
 TEST_CASE("Helpers cut copies, batches of copies and folds at 64-byte multiples, covering all") {
   const Helpers helpers(2);
   for (size_t bytes : {size_t{0}, size_t{100}, Helpers::kHelpedBytes - 1, Helpers::kHelpedBytes,
