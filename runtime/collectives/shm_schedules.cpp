@@ -74,6 +74,17 @@ constexpr size_t kSingleCopyBytes = size_t{1} << 20;
 /// for all-reduces also the slots folding the whole buffer); single-copy where the ranks may read
 /// each other's memory, unless SEAM_SHM_SINGLE_COPY_BYTES pins it: 0 never, N from N bytes on.
 /// SEAM_SHM_SCHEDULE pins one schedule for every call.
+///
+/// Where the ranks outnumber their cores, gathers from kSingleCopyBytes take single-copy
+/// without a measurement, up to where the slots' results would stream (store_for): ranks take
+/// turns on the cores, so the bytes copied set the time, and single-copy copies each byte once
+/// where the slots copy it twice. The tuner's blocks of five calls could not tell: the slots'
+/// first calls in a row were fast, and it chose them for 4 MiB in 2 of 3 runs, which then took
+/// 1.0-1.3 ms a call. Past the cache the slots' streaming stores win, as the kernel's copy
+/// reads every destination line first. (4 ranks on the 2 dev vCPUs, pinned, out of place:
+/// 1 MiB 143-153 us against 222-224 through the slots, 4 MiB 633-647 against 1027-1037, 16 MiB
+/// 2.6-3.3 ms against 3.2-3.5; 32 MiB 8.6-8.8 against 6.3-7.1, 64 MiB 21.4-21.9 against
+/// 13.9-14.1; 256 KiB even, 64 KiB 15-18 us against 11.)
 ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes) {
   ScheduleTuner::Choice pinned;  // the slots
   if (const std::string& forced = Config::get().shm_schedule; !forced.empty()) {  // SEAM_SHM_SCHEDULE
@@ -89,6 +100,13 @@ ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes
     return pinned;
   }
   const bool single_copy = region.single_copy() && setting < 0;  // a candidate
+  if (single_copy && region.single_copy_preferred() && region.oversubscribed() &&
+      kind == Kind::all_gather && bytes >= kSingleCopyBytes &&
+      store_for(bytes, region.ranks(), false) == kernels::Store::cached) {
+    log().debug("all_gather: more ranks than cores: single-copy untuned ({} B)", bytes);
+    pinned.schedule = Schedule::single_copy;
+    return pinned;
+  }
   Schedule candidates[ScheduleTuner::kSchedules] = {Schedule::slots};
   size_t count = 1;
   if (kind == Kind::all_reduce && region.ranks() == 2) candidates[count++] = Schedule::slots_whole;
