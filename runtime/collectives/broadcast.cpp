@@ -11,7 +11,8 @@ namespace {
 
 constexpr std::string_view kName = "broadcast";
 
-/// The root sends the whole buffer to every rank.
+}  // namespace
+
 comm::Task direct_broadcast(Group& g, char* buffer, size_t bytes, int root) {
   if (g.rank() != root) {
     co_await received(kName, post_receive(g, root, 0, buffer, bytes));
@@ -22,6 +23,8 @@ comm::Task direct_broadcast(Group& g, char* buffer, size_t bytes, int root) {
     if (p != root) sends.push_back(g.isend(p, 0, buffer, bytes));
   co_await comm::all_of(std::move(sends));
 }
+
+namespace {
 
 /// A chain from the root through the ranks in order, pipelined in chunks: each rank forwards
 /// a chunk as soon as it arrived, so every link carries the buffer once.
@@ -52,15 +55,12 @@ comm::Task broadcast(Group& g, void* buffer, size_t count, DType dtype, int root
   const size_t es = dtype_size(dtype);
   Algorithm a = select_algorithm(Collective::broadcast, g, count * es, count, dtype);
   auto data = static_cast<char*>(buffer);
-  if (a == Algorithm::shm || a == Algorithm::hierarchical) {
-    // An in-place gather of the root's block alone (the other blocks are empty): through
-    // shared memory every peer copies it from the root's slot or buffer side by side; over
-    // hosts it crosses the network once per host.
-    std::vector<size_t> blocks(static_cast<size_t>(g.size()), 0);
-    blocks[static_cast<size_t>(root)] = count;
-    char* own = data + (g.rank() > root ? count * es : 0);  // this rank's (empty) block
-    return a == Algorithm::shm ? shm_all_gather(g, kName, own, data, std::move(blocks), dtype)
-                               : hierarchical_all_gather(g, kName, own, data, std::move(blocks), dtype);
+  if (a == Algorithm::shm) return shm_broadcast(g, data, count, dtype, root);
+  if (a == Algorithm::hierarchical) {
+    // A gather of the root's block alone (root_block_gather): it crosses the network once per
+    // host.
+    RootBlockGather gather = root_block_gather(g, data, count, dtype, root);
+    return hierarchical_all_gather(g, kName, gather.own, data, std::move(gather.blocks), dtype);
   }
   if (a == Algorithm::direct) return direct_broadcast(g, data, count * es, root);
   return chain_broadcast(g, data, count, es, root);

@@ -36,16 +36,15 @@ bool two_level_fits(Collective c, const Group& g) {
   return c == Collective::all_reduce ? hosts->two_level_all_reduce() : hosts->two_level();
 }
 
-/// Whether a broadcast of `bytes` among `ranks` local ranks takes the message schedules rather
-/// than the shared-memory gather of the root's block. From three ranks the slots win at every
-/// size (Xeon, 8 ranks: 1 KiB 3.6-3.8 us against direct's 8.5-8.6, 1 MiB 140-154 against the
-/// ring's 240-285, 64 MiB 13.6-16.8 ms against 17.9). At two ranks a broadcast is one message,
-/// which the shm transport moves with one copy (single-copy from 256 KiB): the slots win only
-/// from 4 to 32 KiB (Xeon 16 KiB 3.0-4.1 us against 7.4-7.5; 1 KiB 1.4-1.6 against 0.3-0.6,
-/// 64 KiB 7.0-7.5 against 3.7-4.0).
-bool broadcast_by_messages(int ranks, size_t bytes) {
-  return ranks == 2 && (bytes < 4 * 1024 || bytes > 32 * 1024);
-}
+/// Whether a broadcast among `ranks` local ranks takes the message schedules rather than shared
+/// memory (shm_broadcast). From three ranks shared memory wins at every size (Xeon, 8 ranks:
+/// 1 KiB 3.6-3.8 us against direct's 8.5-8.6, 1 MiB 140-154 against the ring's 240-285, 64 MiB
+/// 13.6-16.8 ms against 17.9). At two ranks a broadcast is one message, which the shm transport
+/// moves with one copy (single-copy from 256 KiB) and without the root waiting for its peer
+/// (2000 calls, us: Xeon 4 KiB 0.50-0.63 against the slots' 1.36-1.74, 16 KiB 1.15-1.21 against
+/// 2.48-2.94, 32 KiB 2.0-2.2 against 4.0-4.4; dev 4 KiB 0.36 against 0.96, 16 KiB 0.90 against
+/// 1.97, 32 KiB 1.68 against 3.09-3.19).
+bool broadcast_by_messages(int ranks) { return ranks == 2; }
 
 std::atomic<Algorithm> last{Algorithm::direct};  // read by another thread at most, for display
 
@@ -104,7 +103,7 @@ Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_vi
   // A forced message schedule takes the call off them; another forced name applies where it can.
   const bool messages = forced == "direct" || forced == "ring" || forced == "halving";
   if (!messages && has_shm_schedule(c)) {
-    const bool by_messages = c == Collective::broadcast && broadcast_by_messages(ranks, bytes);
+    const bool by_messages = c == Collective::broadcast && broadcast_by_messages(ranks);
     if (ranks > 1 && transport == "shm" && !by_messages) return Algorithm::shm;
     if (two_level && transport == "shm+ucx") return Algorithm::hierarchical;
   }
@@ -113,12 +112,14 @@ Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_vi
 
 Algorithm select_algorithm(Collective c, const Group& g, size_t bytes, size_t count, DType dtype) {
   Algorithm chosen = choose_algorithm(c, g.size(), bytes, g.transport_name(), two_level_fits(c, g));
-  last.store(chosen, std::memory_order_relaxed);
+  note_algorithm(chosen);
   log().debug("{}: algorithm={} count={} dtype={} ranks={} transport={}", collective_name(c),
               algorithm_name(chosen), count, dtype_name(dtype), g.size(), g.transport_name());
   return chosen;
 }
 
 Algorithm last_algorithm() { return last.load(std::memory_order_relaxed); }
+
+void note_algorithm(Algorithm a) { last.store(a, std::memory_order_relaxed); }
 
 }  // namespace seam::collectives

@@ -48,5 +48,7 @@ Algorithm message_algorithm(Collective c, size_t bytes, int ranks);
 Algorithm select_algorithm(Collective c, const Group& g, size_t bytes, size_t count, DType dtype);
 /// The algorithm of this process's last collective call (the perf binaries' column).
 Algorithm last_algorithm();
+/// Records that the last call took `a` after all (a shared-memory broadcast sent as messages).
+void note_algorithm(Algorithm a);
 
 }  // namespace seam::collectives

@@ -28,7 +28,7 @@ std::string_view last_shm_schedule() {
 
 std::string_view shm_variant_name(ShmVariant variant) {
   static constexpr std::string_view names[] = {"slots", "single-copy", "slots-whole", "zero-copy",
-                                                  "slots-balanced"};
+                                                  "slots-balanced", "slots-eager"};
   return names[static_cast<int>(variant)];
 }
 
@@ -82,6 +82,11 @@ void BufferExchange::announce(uint64_t first_word, uint64_t second_word) {
 PublishedAwaiter BufferExchange::peers_ready() {
   wake_if_complete(false);
   return all_published(false);
+}
+
+PublishedAwaiter BufferExchange::rank_ready(int rank) {
+  wake_if_complete(false);
+  return rank_published(g_, region_, rank, round_, signature_, collective_);
 }
 
 void BufferExchange::announce_done() { region_.publish_result(g_.rank(), round_); }

@@ -137,6 +137,10 @@ class BufferExchange {
   /// announcement and checks the signatures. (The wake-up waits until here, so the work a rank
   /// does between announcing and waiting drains its stores before the fence.)
   PublishedAwaiter peers_ready();
+  /// peers_ready for group rank `rank` alone.
+  PublishedAwaiter rank_ready(int rank);
+  /// The wake-up of peers_ready, for an announcement that no wait of this rank's follows.
+  void wake_peers() { wake_if_complete(false); }
   /// Publishes that this rank's result for the round is there.
   void announce_done();
   /// The same as peers_ready for every rank's result.

@@ -298,7 +298,7 @@ bool shm_capable(const Group& g) { return g.size() > 1 && g.transport_name() == 
 
 bool try_acquire_region(const Group& g, RegionLease& lease) {
   const auto& region = last_region;
-  if (!region || region->dropped || region->busy || !region->ready() ||
+  if (!region || region->dropped || region->busy || !region->ready() || region->unconfirmed_round ||
       !region_of(g, region->key()))
     return false;
   region->busy = true;
@@ -325,6 +325,11 @@ comm::Task acquire_region(Group& g, RegionLease& lease) {
     comm::Task setup = set_up(g, *region);
     co_await comm::run(setup);
   }
+  if (const uint64_t round = region->unconfirmed_round) {
+    // Every rank's publication of this process's last round, checked against its own call.
+    co_await peers_published(g, *region, round, region->signature_of(g.rank(), round), "broadcast");
+    region->unconfirmed_round = 0;
+  }
   last_region = lease.region_;
 }
 
@@ -347,6 +352,7 @@ bool PublishedAwaiter::ready() {
 }
 
 int PublishedAwaiter::blocking_peer() const {
+  if (only >= 0) return region->published(only, round) ? -1 : g->world_rank(only);
   for (int p = 0; p < region->ranks(); ++p)
     if (results ? !region->result_published(p, round) : !region->published(p, round))
       return g->world_rank(p);
@@ -364,7 +370,7 @@ void PublishedAwaiter::await_resume() {
     return;
   }
   for (int p = 0; p < region->ranks(); ++p)
-    if (!(region->signature_of(p, round) == signature))
+    if ((only < 0 || p == only) && !(region->signature_of(p, round) == signature))
       throw MismatchError(std::string(collective) + ": rank " + std::to_string(g->world_rank(p)) +
                           " called with other arguments (count or blocks, dtype, op, or buffers in "
                           "SharedHostMemory on some ranks only) than rank " +
@@ -385,6 +391,13 @@ PublishedAwaiter peers_published(const Group& g, const ShmRegion& region, uint64
 PublishedAwaiter peers_published_results(const Group& g, const ShmRegion& region, uint64_t round) {
   PublishedAwaiter a = peers_published(g, region, round, {}, "");
   a.results = true;
+  return a;
+}
+
+PublishedAwaiter rank_published(const Group& g, const ShmRegion& region, int rank, uint64_t round,
+                                CallSignature signature, std::string_view collective) {
+  PublishedAwaiter a = peers_published(g, region, round, signature, collective);
+  a.only = rank;
   return a;
 }
 

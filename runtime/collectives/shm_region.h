@@ -125,6 +125,11 @@ class ShmRegion {
   }
   /// One operation at a time (per process) uses the region.
   bool busy = false;
+  /// The round of this process's last operation when it returned without seeing every rank's
+  /// publication of it (an eager broadcast), else 0: the next operation first waits for them
+  /// (acquire_region), so that no rank is more than one round ahead of a peer, as the slots'
+  /// reuse every other round needs.
+  uint64_t unconfirmed_round = 0;
 
  private:
   struct alignas(64) Flags {
@@ -201,6 +206,7 @@ struct PublishedAwaiter : comm::detail::AwaiterBase<PublishedAwaiter> {
   CallSignature signature;
   std::string_view collective;
   bool results = false;  ///< waits for result slots (no signature check)
+  int only = -1;          ///< with a rank of the group: waits for that rank alone
   bool ready() override;
   int blocking_peer() const override;
   void await_resume();
@@ -208,5 +214,8 @@ struct PublishedAwaiter : comm::detail::AwaiterBase<PublishedAwaiter> {
 PublishedAwaiter peers_published(const Group& g, const ShmRegion& region, uint64_t round,
                                  CallSignature signature, std::string_view collective);
 PublishedAwaiter peers_published_results(const Group& g, const ShmRegion& region, uint64_t round);
+/// peers_published for group rank `rank` alone.
+PublishedAwaiter rank_published(const Group& g, const ShmRegion& region, int rank, uint64_t round,
+                                CallSignature signature, std::string_view collective);
 
 }  // namespace seam::collectives

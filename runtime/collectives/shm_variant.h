@@ -17,10 +17,11 @@ enum class ShmVariant : uint8_t {
   zero_copy = 3,    ///< peers' SharedHostMemory buffers mapped and used in place
   slots_balanced = 4,  ///< through the slots, every rank folding an even share of all blocks
                        ///< (reduce-scatters of uneven blocks)
+  slots_eager = 5,     ///< through the root's slot, no rank waiting for all (small broadcasts)
 };
 
-/// "slots", "single-copy", "slots-whole", "zero-copy" or "slots-balanced" (SEAM_SHM_SCHEDULE,
-/// the perf rows).
+/// "slots", "single-copy", "slots-whole", "zero-copy", "slots-balanced" or "slots-eager"
+/// (SEAM_SHM_SCHEDULE, the perf rows).
 std::string_view shm_variant_name(ShmVariant variant);
 
 }  // namespace seam::collectives

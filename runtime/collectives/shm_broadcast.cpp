@@ -1,0 +1,91 @@
+// Broadcasts through shared memory. Small ones go through the root's slot without a wait for
+// every rank (eager): the root copies its buffer into its slot, publishes the round and returns;
+// every other rank publishes, waits for the root alone and copies the slot into its buffer. A
+// rank's next operation through the region first waits until every rank published this round
+// (ShmRegion::unconfirmed_round), which keeps each rank at most one round ahead of its peers, as
+// the slots' reuse every other round needs. Larger broadcasts are a gather of the root's block.
+// Where the ranks outnumber their cores, small ones go as messages instead, which need no rank
+// to run at the same time as another.
+#include <cstring>
+
+#include "layouts/config.h"
+#include "layouts/log.h"
+#include "runtime/collectives/schedules.h"
+#include "runtime/collectives/shm_common.h"
+
+namespace seam::collectives {
+namespace {
+
+/// Broadcasts up to this size take the eager schedule. (Xeon, 8 ranks, 2000 calls, against the
+/// gather of the root's block, us: 1 KiB 1.46-1.50 against 1.73-1.83, 2 KiB 1.58-1.71 against
+/// 1.77-1.95; 4-16 KiB even: 16 KiB 3.9-4.4 against 3.8-4.5.)
+constexpr size_t kEagerBytes = 16 * 1024;
+
+/// Where the ranks outnumber their cores, broadcasts up to this size go as messages. (Dev, 4
+/// ranks on 2 vCPUs, 2000 calls, us: 1 KiB 0.33 against the eager schedule's 2.8-2.9, 4 KiB 0.9
+/// against 3.1-3.4, 16 KiB 2.0 against 4.8-5.0, 64 KiB 7.6-8.2 against the gather's 12.1-12.4.)
+constexpr size_t kMessagesWhenOversubscribedBytes = 64 * 1024;
+
+comm::Task eager_broadcast(Group& g, ShmRegion& region, char* buffer, size_t count, DType dtype,
+                           int root) {
+  const size_t bytes = count * dtype_size(dtype);
+  BufferExchange exchange(g, region,
+                          signature_of(Collective::all_gatherv, dtype, ReduceOp::sum,
+                                       root_block_gather(g, buffer, count, dtype, root).blocks,
+                                       ShmVariant::slots_eager),
+                          "broadcast");
+  const uint64_t round = exchange.round();
+  char* slot = region.slot(root, round) + slot_place(g.size(), round, bytes, region.slot_bytes());
+  if (g.rank() == root) {
+    std::memcpy(slot, buffer, bytes);
+    exchange.announce();
+    exchange.wake_peers();
+  } else {
+    exchange.announce();
+    co_await exchange.rank_ready(root);
+    std::memcpy(buffer, slot, bytes);
+  }
+  region.unconfirmed_round = round;
+}
+
+}  // namespace
+
+comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int root) {
+  const size_t bytes = count * dtype_size(dtype);
+  bool by_messages = false;
+  {
+    RegionLease region;
+    if (!try_acquire_region(g, region)) {
+      comm::Task acquire = acquire_region(g, region);
+      co_await comm::run(acquire);
+    }
+    // SEAM_SHM_SCHEDULE pins the eager schedule (slots-eager) or the gather's.
+    const std::string& forced = Config::get().shm_schedule;
+    const bool eager = forced.empty() ? bytes <= kEagerBytes
+                                      : forced == shm_variant_name(ShmVariant::slots_eager) &&
+                                            bytes <= kEagerBytes;
+    by_messages = forced.empty() && region->oversubscribed() &&
+                  bytes <= kMessagesWhenOversubscribedBytes;
+    if (!by_messages && eager) {
+      log().debug("broadcast: shm schedule slots-eager ({} B)", bytes);
+      comm::Task eager = eager_broadcast(g, *region, buffer, count, dtype, root);
+      co_await comm::run(eager);
+      region.finish();
+      co_return;
+    }
+    region.finish();
+  }
+  if (by_messages) {
+    log().debug("broadcast: more ranks than cores: as messages ({} B)", bytes);
+    note_algorithm(Algorithm::direct);
+    comm::Task direct = direct_broadcast(g, buffer, bytes, root);
+    co_await comm::run(direct);
+    co_return;
+  }
+  RootBlockGather gather = root_block_gather(g, buffer, count, dtype, root);
+  comm::Task all_gather =
+      shm_all_gather(g, "broadcast", gather.own, buffer, std::move(gather.blocks), dtype);
+  co_await comm::run(all_gather);
+}
+
+}  // namespace seam::collectives

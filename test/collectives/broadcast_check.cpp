@@ -1,0 +1,89 @@
+// Integration check under mpirun: back-to-back broadcasts with the root moving every call, as
+// the eager schedule runs them (the root returns without waiting for its peers; the next call
+// through the region waits for them), between all-reduces and all-gathers through the slots,
+// with the ranks arriving at different times. Every result is checked. With --mismatch, rank 1
+// passes another count than its peers once: it must fail with a MismatchError, and so must the
+// root, at the latest at its next call, instead of waiting.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "layouts/errors.h"
+#include "runtime/comm/communicator.h"
+
+namespace {
+
+using seam::DType;
+using seam::ReduceOp;
+
+float value(int call, int root, size_t i) { return static_cast<float>((call * 31 + root * 7 + i) % 1001); }
+
+/// Broadcasts, all-reduces and all-gathers in a row; returns how many results were wrong.
+long run(seam::comm::Communicator& comm) {
+  const int n = comm.size(), me = comm.rank();
+  long wrong = 0;
+  const size_t counts[] = {1, 100, 1000, 4096};  // 4 B to 16 KiB
+  std::vector<float> buffer(4096), reduced(256), gathered(1024 * static_cast<size_t>(n));
+  for (int call = 0; call < 3000; ++call) {
+    const int root = call % n;
+    const size_t count = counts[call % 4];
+    if ((call + me) % 13 == 0) usleep(static_cast<useconds_t>(20 * (1 + me)));
+    for (size_t i = 0; i < count; ++i) buffer[i] = me == root ? value(call, root, i) : -1.0f;
+    comm.broadcast(buffer.data(), count, DType::f32, root).wait();
+    for (size_t i = 0; i < count; ++i) wrong += buffer[i] != value(call, root, i);
+    if (call % 7 == 0) {
+      std::vector<float> mine(256, static_cast<float>(me + call));
+      comm.all_reduce(mine.data(), reduced.data(), 256, DType::f32, ReduceOp::sum).wait();
+      wrong += reduced[255] != static_cast<float>(n * call + n * (n - 1) / 2);
+    }
+    if (call % 11 == 0) {
+      std::vector<float> mine(1024, static_cast<float>(me));
+      comm.all_gather(mine.data(), gathered.data(), 1024, DType::f32).wait();
+      for (int p = 0; p < n; ++p) wrong += gathered[1024 * static_cast<size_t>(p) + 3] != static_cast<float>(p);
+    }
+  }
+  return wrong;
+}
+
+/// Rank 1 broadcasts 100 elements from rank 0 where the others pass 200: every rank must fail
+/// within its next two calls.
+bool mismatch_fails_everywhere(seam::comm::Communicator& comm) {
+  std::vector<float> buffer(200, 1.0f);
+  try {
+    comm.broadcast(buffer.data(), comm.rank() == 1 ? 100 : 200, DType::f32, 0).wait();
+    comm.broadcast(buffer.data(), 200, DType::f32, 0).wait();
+    comm.all_reduce(buffer.data(), buffer.data(), 200, DType::f32, ReduceOp::sum).wait();
+  } catch (const seam::MismatchError& e) {
+    std::printf("broadcast_check: rank %d: mismatch found: %s\n", comm.rank(), e.what());
+    return true;
+  } catch (const std::exception& e) {
+    // A peer that found the mismatch first aborted the communicator.
+    std::printf("broadcast_check: rank %d: failed after a peer's mismatch: %s\n", comm.rank(), e.what());
+    return true;
+  }
+  std::printf("broadcast_check: rank %d: the mismatch went unnoticed\n", comm.rank());
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    auto world = seam::comm::Communicator::create_world();
+    if (argc > 1 && std::strcmp(argv[1], "--mismatch") == 0) return mismatch_fails_everywhere(*world) ? 0 : 1;
+    const long wrong = run(*world);
+    int32_t total = static_cast<int32_t>(wrong > (1 << 20) ? (1 << 20) : wrong);
+    world->all_reduce(&total, &total, 1, DType::i32, ReduceOp::sum).wait();
+    if (world->rank() == 0)
+      std::printf("broadcast_check: %d ranks: %s (%d wrong results)\n", world->size(),
+                  total == 0 ? "OK" : "FAILED", total);
+    return total == 0 ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "broadcast_check: %s\n", e.what());
+    return 1;
+  }
+}
