@@ -36,10 +36,10 @@ struct Config {
   /// and tests: "slots" (reduce-scatters: each rank folds its own block), "slots-whole"
   /// (all-reduces; the others take the slots), "slots-balanced" (reduce-scatters: each rank folds
   /// an even share of all blocks; the others take the slots), "single-copy" (where the ranks
-  /// may read each other's memory, else the slots) or "slots-eager" (broadcasts up to 16 KiB
-  /// through the root's slot without a wait for every rank; the others take the slots); any
-  /// value keeps shared-memory broadcasts off messages; "" = tuned [""]. It takes precedence
-  /// over SEAM_SHM_SINGLE_COPY_BYTES.
+  /// may read each other's memory, else the slots) or "slots-eager" (broadcasts of three ranks
+  /// or more up to 16 KiB through the root's slot without a wait for every rank; the others
+  /// take the slots); any value keeps those broadcasts off messages; "" = tuned [""]. It takes
+  /// precedence over SEAM_SHM_SINGLE_COPY_BYTES.
   std::string shm_schedule;
   /// SEAM_HELPER_THREADS: threads per process that take parts of the copies and folds of large
   /// shared-memory calls; -1 = automatic [one less than the cores per local rank, at most 3;

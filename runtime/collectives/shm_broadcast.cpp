@@ -6,9 +6,12 @@
 // the slots' reuse every other round needs. Larger broadcasts are a gather of the root's block.
 // Where the ranks outnumber their cores, small ones go as messages instead, which need no rank
 // to run at the same time as another.
+#include <algorithm>
 #include <cstring>
+#include <exception>
 
 #include "layouts/config.h"
+#include "layouts/errors.h"
 #include "layouts/log.h"
 #include "runtime/collectives/schedules.h"
 #include "runtime/collectives/shm_common.h"
@@ -36,16 +39,21 @@ comm::Task eager_broadcast(Group& g, ShmRegion& region, char* buffer, size_t cou
                           "broadcast");
   const uint64_t round = exchange.round();
   char* slot = region.slot(root, round) + slot_place(g.size(), round, bytes, region.slot_bytes());
+  region.unconfirmed_round = round;
   if (g.rank() == root) {
     std::memcpy(slot, buffer, bytes);
     exchange.announce();
-    exchange.wake_peers();
-  } else {
-    exchange.announce();
-    co_await exchange.rank_ready(root);
-    std::memcpy(buffer, slot, bytes);
+    // A peer asleep in its wait for the root alone is rung now, not when the round completes.
+    exchange.wake_sleepers();
+    co_return;
   }
-  region.unconfirmed_round = round;
+  exchange.announce();
+  // A rank that disagrees with the root fails here; the root and the others fail at their next
+  // call through the region, whose first wait compares every rank's call of this round, and
+  // so does this rank (the region is kept: every rank drops it at that same call, and the
+  // communicator stays usable).
+  co_await exchange.rank_ready(root);
+  std::memcpy(buffer, slot, bytes);
 }
 
 }  // namespace
@@ -61,16 +69,21 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
     }
     // SEAM_SHM_SCHEDULE pins the eager schedule (slots-eager) or the gather's.
     const std::string& forced = Config::get().shm_schedule;
-    const bool eager = forced.empty() ? bytes <= kEagerBytes
-                                      : forced == shm_variant_name(ShmVariant::slots_eager) &&
-                                            bytes <= kEagerBytes;
+    const bool fits = bytes <= std::min(kEagerBytes, region->slot_bytes());
+    const bool eager = fits && (forced.empty() || forced == shm_variant_name(ShmVariant::slots_eager));
     by_messages = forced.empty() && region->oversubscribed() &&
                   bytes <= kMessagesWhenOversubscribedBytes;
     if (!by_messages && eager) {
       log().debug("broadcast: shm schedule slots-eager ({} B)", bytes);
-      comm::Task eager = eager_broadcast(g, *region, buffer, count, dtype, root);
-      co_await comm::run(eager);
+      comm::Task eager_call = eager_broadcast(g, *region, buffer, count, dtype, root);
+      std::exception_ptr mismatch;
+      try {
+        co_await comm::run(eager_call);
+      } catch (const MismatchError&) {
+        mismatch = std::current_exception();
+      }
       region.finish();
+      if (mismatch) std::rethrow_exception(mismatch);
       co_return;
     }
     region.finish();

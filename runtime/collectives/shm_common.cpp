@@ -84,6 +84,10 @@ PublishedAwaiter BufferExchange::peers_ready() {
   return all_published(false);
 }
 
+void BufferExchange::wake_sleepers() {
+  if (g_.any_asleep(region_.members())) g_.wake_if_sleeping(region_.members());
+}
+
 PublishedAwaiter BufferExchange::rank_ready(int rank) {
   wake_if_complete(false);
   return rank_published(g_, region_, rank, round_, signature_, collective_);

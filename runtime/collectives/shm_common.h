@@ -98,7 +98,8 @@ kernels::Store store_for(size_t bytes, int ranks, bool destination_cached);
 // vCPU took 100-250 us to run again on the GPU host: a ring per publication woke each sleeper up
 // to n - 1 times a round, and 1 KiB calls at 8 ranks went to 500 us). Every publisher whose flag
 // a sleeper's last look missed finds its mark (the fences pair); of those, the last to pass its
-// fence sees every flag, so one rings.
+// fence sees every flag, so one rings. A wait for one rank alone (rank_ready) is rung by that
+// rank's publication (wake_sleepers).
 
 /// The exception `part` threw, or none. A schedule whose part touches the peers' buffers hands
 /// it to BufferExchange::finish, so that a rank that failed still waits until no peer touches
@@ -139,8 +140,9 @@ class BufferExchange {
   PublishedAwaiter peers_ready();
   /// peers_ready for group rank `rank` alone.
   PublishedAwaiter rank_ready(int rank);
-  /// The wake-up of peers_ready, for an announcement that no wait of this rank's follows.
-  void wake_peers() { wake_if_complete(false); }
+  /// Wakes every peer asleep in a wait, the round complete or not: after an announcement that
+  /// a peer waits for alone (rank_ready).
+  void wake_sleepers();
   /// Publishes that this rank's result for the round is there.
   void announce_done();
   /// The same as peers_ready for every rank's result.

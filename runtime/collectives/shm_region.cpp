@@ -296,11 +296,24 @@ size_t shm_slot_bytes() {
 
 bool shm_capable(const Group& g) { return g.size() > 1 && g.transport_name() == "shm"; }
 
+/// Whether every rank published `round` with this rank's call of it (the deferred wait of
+/// acquire_region, when it need not wait).
+bool confirmed_at_once(const Group& g, const ShmRegion& region, uint64_t round) {
+  const CallSignature mine = region.signature_of(g.rank(), round);
+  for (int p = 0; p < region.ranks(); ++p)
+    if (!region.published(p, round) || !(region.signature_of(p, round) == mine)) return false;
+  return true;
+}
+
 bool try_acquire_region(const Group& g, RegionLease& lease) {
   const auto& region = last_region;
-  if (!region || region->dropped || region->busy || !region->ready() || region->unconfirmed_round ||
+  if (!region || region->dropped || region->busy || !region->ready() ||
       !region_of(g, region->key()))
     return false;
+  if (region->unconfirmed_round) {
+    if (!confirmed_at_once(g, *region, region->unconfirmed_round)) return false;
+    region->unconfirmed_round = 0;
+  }
   region->busy = true;
   lease.region_ = region;
   return true;

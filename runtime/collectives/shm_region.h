@@ -113,8 +113,9 @@ class ShmRegion {
   bool failed(int rank, uint64_t round) const;
   /// The world ranks of the region's group (whom a publication may have to wake).
   std::span<const int> members() const { return key_.second; }
-  /// The signature rank r published with `round` (valid while this rank is in that round: a
-  /// peer is at most one round ahead, so the other parity's entry is the one it overwrites).
+  /// The signature rank r published with `round` (valid until this rank publishes the next
+  /// round, which its peers' next publication waits for: a peer is at most one round ahead, so
+  /// the other parity's entry is the one it overwrites).
   CallSignature signature_of(int rank, uint64_t round) const;
 
   /// Rounds are numbered across operations; each operation takes the next ones.
