@@ -20,6 +20,8 @@
 
 namespace seam::collectives {
 
+class RegionLease;
+
 /// recv = op over ranks of send. Direct: every rank sends its whole buffer to every peer and
 /// reduces the n buffers in rank order (one round, one rounding, the same bits on every rank).
 comm::Task direct_all_reduce(Group& g, const char* send, char* recv, size_t count, DType dtype,
@@ -69,6 +71,9 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
                               std::vector<size_t> counts, DType dtype, ReduceOp op);
 comm::Task shm_all_gather(Group& g, std::string_view collective, const char* send, char* recv,
                           std::vector<size_t> counts, DType dtype);
+/// shm_all_gather on the region `region` holds (finished at the end).
+comm::Task shm_all_gather_on(Group& g, RegionLease& region, std::string_view collective,
+                             const char* send, char* recv, std::vector<size_t> counts, DType dtype);
 /// A broadcast through shared memory (shm_broadcast.cpp): small ones through the root's slot
 /// without a wait for every rank, larger ones a gather of the root's block; where the ranks
 /// outnumber their cores, small ones as messages (direct_broadcast).

@@ -48,10 +48,8 @@ comm::Task eager_broadcast(Group& g, ShmRegion& region, char* buffer, size_t cou
     co_return;
   }
   exchange.announce();
-  // A rank that disagrees with the root fails here; the root and the others fail at their next
-  // call through the region, whose first wait compares every rank's call of this round, and
-  // so does this rank (the region is kept: every rank drops it at that same call, and the
-  // communicator stays usable).
+  // A rank that disagrees with the root fails here, and every rank at its next call
+  // (shm_broadcast).
   co_await exchange.rank_ready(root);
   std::memcpy(buffer, slot, bytes);
 }
@@ -60,7 +58,6 @@ comm::Task eager_broadcast(Group& g, ShmRegion& region, char* buffer, size_t cou
 
 comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int root) {
   const size_t bytes = count * dtype_size(dtype);
-  bool by_messages = false;
   {
     RegionLease region;
     if (!try_acquire_region(g, region)) {
@@ -71,34 +68,44 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
     const std::string& forced = Config::get().shm_schedule;
     const bool fits = bytes <= std::min(kEagerBytes, region->slot_bytes());
     const bool eager = fits && (forced.empty() || forced == shm_variant_name(ShmVariant::slots_eager));
-    by_messages = forced.empty() && region->oversubscribed() &&
-                  bytes <= kMessagesWhenOversubscribedBytes;
-    if (!by_messages && eager) {
-      log().debug("broadcast: shm schedule slots-eager ({} B)", bytes);
-      comm::Task eager_call = eager_broadcast(g, *region, buffer, count, dtype, root);
+    const bool by_messages = forced.empty() && region->oversubscribed() &&
+                             bytes <= kMessagesWhenOversubscribedBytes;
+    if (!by_messages) {
+      // A mismatch keeps the region, its round unconfirmed. An eager root has returned, and
+      // where the counts put ranks on both sides of the eager size some took the gather: the
+      // first wait of every rank's next call through the region compares every rank's call of
+      // this round, so all fail there, drop the region at that same call, and the communicator
+      // stays usable.
+      const uint64_t round = region->next_round();
       std::exception_ptr mismatch;
       try {
-        co_await comm::run(eager_call);
+        if (eager) {
+          log().debug("broadcast: shm schedule slots-eager ({} B)", bytes);
+          comm::Task call = eager_broadcast(g, *region, buffer, count, dtype, root);
+          co_await comm::run(call);
+          region.finish();
+        } else {
+          RootBlockGather gather = root_block_gather(g, buffer, count, dtype, root);
+          comm::Task call = shm_all_gather_on(g, region, "broadcast", gather.own, buffer,
+                                              std::move(gather.blocks), dtype);
+          co_await comm::run(call);
+        }
       } catch (const MismatchError&) {
         mismatch = std::current_exception();
       }
-      region.finish();
-      if (mismatch) std::rethrow_exception(mismatch);
+      if (mismatch) {
+        region->unconfirmed_round = round;
+        region.finish();
+        std::rethrow_exception(mismatch);
+      }
       co_return;
     }
     region.finish();
   }
-  if (by_messages) {
-    log().debug("broadcast: more ranks than cores: as messages ({} B)", bytes);
-    note_algorithm(Algorithm::direct);
-    comm::Task direct = direct_broadcast(g, buffer, bytes, root);
-    co_await comm::run(direct);
-    co_return;
-  }
-  RootBlockGather gather = root_block_gather(g, buffer, count, dtype, root);
-  comm::Task all_gather =
-      shm_all_gather(g, "broadcast", gather.own, buffer, std::move(gather.blocks), dtype);
-  co_await comm::run(all_gather);
+  log().debug("broadcast: more ranks than cores: as messages ({} B)", bytes);
+  note_algorithm(Algorithm::direct);
+  comm::Task direct = direct_broadcast(g, buffer, bytes, root);
+  co_await comm::run(direct);
 }
 
 }  // namespace seam::collectives

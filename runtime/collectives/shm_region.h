@@ -118,6 +118,8 @@ class ShmRegion {
   /// the other parity's entry is the one it overwrites).
   CallSignature signature_of(int rank, uint64_t round) const;
 
+  /// The round the next operation's first will be.
+  uint64_t next_round() const { return next_round_; }
   /// Rounds are numbered across operations; each operation takes the next ones.
   uint64_t take_rounds(uint64_t count) {
     uint64_t first = next_round_;

@@ -548,6 +548,12 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
     comm::Task acquire = acquire_region(g, region);
     co_await comm::run(acquire);
   }
+  comm::Task gather = shm_all_gather_on(g, region, collective, send, recv, std::move(counts), dtype);
+  co_await comm::run(gather);
+}
+
+comm::Task shm_all_gather_on(Group& g, RegionLease& region, std::string_view collective,
+                             const char* send, char* recv, std::vector<size_t> counts, DType dtype) {
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);

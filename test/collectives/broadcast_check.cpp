@@ -2,8 +2,9 @@
 // the eager schedule runs them (the root returns without waiting for its peers; the next call
 // through the region waits for them), between all-reduces and all-gathers through the slots,
 // with the ranks arriving at different times. Every result is checked. With --mismatch, rank 1
-// passes another count than its peers once: it fails in the broadcast, every rank in its next
-// call, and the communicator works after that.
+// passes another count than its peers once (then the root one that goes eager where the
+// others' take the gather): the ranks that disagree with the root fail in the broadcast, every
+// rank in its next call, and the communicator works after that.
 #include <unistd.h>
 
 #include <chrono>
@@ -50,37 +51,35 @@ long run(seam::comm::Communicator& comm) {
   return wrong;
 }
 
-/// Rank 1 passes 100 elements to a broadcast from rank 0 where the others pass 200. Rank 1 must
-/// fail with a MismatchError in the broadcast; every rank, rank 1 too, in the next call (an
-/// all-reduce), whose first wait compares every rank's call of the broadcast's round; and the
-/// call after that must work on every rank, within a second in all.
-bool mismatch_fails_everywhere(seam::comm::Communicator& comm) {
+/// A broadcast from rank 0 where some ranks pass other counts than the root (`count_of` each
+/// rank's): those must fail with a MismatchError in the broadcast, every rank in the next call
+/// (an all-reduce), whose first wait compares every rank's call of the broadcast's round; and
+/// the call after that must work on every rank, within a second in all.
+template <class CountOf>
+bool mismatch_fails_everywhere(seam::comm::Communicator& comm, const char* what, CountOf count_of) {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<float> buffer(200, 1.0f);
+  std::vector<float> buffer(8192, 1.0f);
   auto fails = [&](auto&& call) {
     try {
       call();
     } catch (const seam::MismatchError& e) {
-      std::printf("broadcast_check: rank %d: %s\n", comm.rank(), e.what());
+      std::printf("broadcast_check: %s: rank %d: %s\n", what, comm.rank(), e.what());
       return true;
     }
     return false;
   };
-  const bool in_broadcast = fails([&] {
-    comm.broadcast(buffer.data(), comm.rank() == 1 ? 100 : 200, DType::f32, 0).wait();
-  });
+  const bool in_broadcast = fails([&] { comm.broadcast(buffer.data(), count_of(comm.rank()), DType::f32, 0).wait(); });
   const bool in_next = fails([&] {
     comm.all_reduce(buffer.data(), buffer.data(), 200, DType::f32, ReduceOp::sum).wait();
   });
   std::vector<float> ones(200, 1.0f), sum(200, 0.0f);
   comm.all_reduce(ones.data(), sum.data(), 200, DType::f32, ReduceOp::sum).wait();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const bool ok = in_broadcast == (comm.rank() == 1) && in_next &&
-                  sum[199] == static_cast<float>(comm.size()) && seconds < 1.0;
-  std::printf("broadcast_check: rank %d: mismatch %s in the broadcast, %s in the next call; "
-              "the call after %s; %.3f s: %s\n", comm.rank(), in_broadcast ? "found" : "not found",
-              in_next ? "found" : "not found", sum[199] == static_cast<float>(comm.size()) ? "worked" : "failed",
-              seconds, ok ? "OK" : "FAILED");
+  const bool worked = sum[199] == static_cast<float>(comm.size());
+  const bool ok = in_broadcast == (count_of(comm.rank()) != count_of(0)) && in_next && worked && seconds < 1.0;
+  std::printf("broadcast_check: %s: rank %d: mismatch %s in the broadcast, %s in the next call; "
+              "the call after %s; %.3f s: %s\n", what, comm.rank(), in_broadcast ? "found" : "not found",
+              in_next ? "found" : "not found", worked ? "worked" : "failed", seconds, ok ? "OK" : "FAILED");
   return ok;
 }
 
@@ -89,7 +88,13 @@ bool mismatch_fails_everywhere(seam::comm::Communicator& comm) {
 int main(int argc, char** argv) {
   try {
     auto world = seam::comm::Communicator::create_world();
-    if (argc > 1 && std::strcmp(argv[1], "--mismatch") == 0) return mismatch_fails_everywhere(*world) ? 0 : 1;
+    if (argc > 1 && std::strcmp(argv[1], "--mismatch") == 0) {
+      // Every rank eager, rank 1 disagreeing with the root; then the root eager (16 000 B) and
+      // the others through the gather (20 000 B).
+      bool ok = mismatch_fails_everywhere(*world, "one rank", [](int r) { return r == 1 ? 100 : 200; });
+      ok &= mismatch_fails_everywhere(*world, "eager and gather", [](int r) { return r == 0 ? 4000 : 5000; });
+      return ok ? 0 : 1;
+    }
     const long wrong = run(*world);
     int32_t total = static_cast<int32_t>(wrong > (1 << 20) ? (1 << 20) : wrong);
     world->all_reduce(&total, &total, 1, DType::i32, ReduceOp::sum).wait();
