@@ -54,6 +54,13 @@ comm::Task eager_broadcast(Group& g, ShmRegion& region, char* buffer, size_t cou
   std::memcpy(buffer, slot, bytes);
 }
 
+/// Whether some rank took the eager schedule for `round` (every rank published it).
+bool went_eager(const ShmRegion& region, uint64_t round) {
+  for (int p = 0; p < region.ranks(); ++p)
+    if (variant_of(region.signature_of(p, round)) == ShmVariant::slots_eager) return true;
+  return false;
+}
+
 }  // namespace
 
 comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int root) {
@@ -71,11 +78,12 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
     const bool by_messages = forced.empty() && region->oversubscribed() &&
                              bytes <= kMessagesWhenOversubscribedBytes;
     if (!by_messages) {
-      // A mismatch keeps the region, its round unconfirmed. An eager root has returned, and
-      // where the counts put ranks on both sides of the eager size some took the gather: the
-      // first wait of every rank's next call through the region compares every rank's call of
-      // this round, so all fail there, drop the region at that same call, and the communicator
-      // stays usable.
+      // A mismatch where some rank went eager keeps the region, its round unconfirmed: an eager
+      // root has returned, and where the counts put ranks on both sides of the eager size some
+      // took the gather. The first wait of every rank's next call through the region compares
+      // every rank's call of this round, so all fail there, drop the region at that same call,
+      // and the communicator stays usable. (Where all took the gather, all failed in its wait
+      // and drop the region now.)
       const uint64_t round = region->next_round();
       std::exception_ptr mismatch;
       try {
@@ -94,8 +102,10 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
         mismatch = std::current_exception();
       }
       if (mismatch) {
-        region->unconfirmed_round = round;
-        region.finish();
+        if (eager || went_eager(*region, round)) {
+          region->unconfirmed_round = round;
+          region.finish();
+        }
         std::rethrow_exception(mismatch);
       }
       co_return;
