@@ -3,6 +3,7 @@
 #include <linux/futex.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <sys/stat.h>
@@ -201,8 +202,22 @@ class ShmTransportImpl final : public ShmTransport {
       if (i != me_) {
         p.pidfd = static_cast<int>(syscall(SYS_pidfd_open, p.pid, 0));
         log().debug("shm: local peer rank {} pid {}", p.world_rank, p.pid);
+        map_in(p.out.ring, ring_bytes_);
+        map_in(p.in.ring, ring_bytes_);
       }
     }
+  }
+
+  /// Maps a ring's pages into this process before the first message: a first pass through a
+  /// ring otherwise pays a page fault in each process for every page a message reaches (dev, 2
+  /// ranks, broadcast as one message, median of 20 calls after 21: 4 KiB 2.0-2.2 us against
+  /// 0.59, 16 KiB 6.6-6.7 against 1.9; the same after 200 calls). The write population changes
+  /// no byte, so a peer may already be writing; without MADV_POPULATE_WRITE (Linux 5.14) a read
+  /// of each page maps it.
+  static void map_in(char* ring, size_t bytes) {
+    if (madvise(ring, bytes, MADV_POPULATE_WRITE) == 0) return;
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    for (size_t at = 0; at < bytes; at += page) static_cast<void>(*static_cast<volatile const char*>(ring + at));
   }
 
   ~ShmTransportImpl() override {
