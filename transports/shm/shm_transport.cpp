@@ -211,13 +211,13 @@ class ShmTransportImpl final : public ShmTransport {
   /// Maps a ring's pages into this process before the first message: a first pass through a
   /// ring otherwise pays a page fault in each process for every page a message reaches (dev, 2
   /// ranks, broadcast as one message, median of 20 calls after 21: 4 KiB 2.0-2.2 us against
-  /// 0.59, 16 KiB 6.6-6.7 against 1.9; the same after 200 calls). The write population changes
-  /// no byte, so a peer may already be writing; without MADV_POPULATE_WRITE (Linux 5.14) a read
-  /// of each page maps it.
+  /// 0.59, 16 KiB 6.6-6.7 against 1.9). The population changes no byte, so a peer may already
+  /// be writing. Where it fails the pages fault in as before: before Linux 5.14 (EINVAL), or
+  /// where /dev/shm cannot hold them (the call reports what a touch would raise as SIGBUS).
   static void map_in(char* ring, size_t bytes) {
-    if (madvise(ring, bytes, MADV_POPULATE_WRITE) == 0) return;
-    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    for (size_t at = 0; at < bytes; at += page) static_cast<void>(*static_cast<volatile const char*>(ring + at));
+    if (madvise(ring, bytes, MADV_POPULATE_WRITE) == 0 || errno == EINVAL) return;
+    log().warn("shm: the rings' {} KiB could not be mapped in ({}): /dev/shm may be too small for "
+               "the local ranks' rings (SEAM_SHM_RING_BYTES)", bytes / 1024, std::strerror(errno));
   }
 
   ~ShmTransportImpl() override {
