@@ -178,11 +178,9 @@ void ShmRegion::attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_
   tuner_.attach(reinterpret_cast<std::atomic<uint8_t>*>(base),
                 reinterpret_cast<std::atomic<int64_t>*>(base + kFlagsBytes), ranks_, rank);
   if (ranks_ != 2) return;  // only two ranks' calls move through the slots' heads
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   for (int r = 0; r < ranks_; ++r)
     for (uint64_t parity = 0; parity < 2; ++parity)
-      for (size_t at = 0; at < std::min(kPlacedBytes, slot_bytes_); at += page)
-        static_cast<void>(*static_cast<volatile const char*>(slot(r, parity) + at));
+      shm::map_in(slot(r, parity), std::min(kPlacedBytes, slot_bytes_));
 }
 
 ShmRegion::Flags* ShmRegion::flags(int rank) const {

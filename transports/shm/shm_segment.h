@@ -39,6 +39,12 @@ class SharedSegment {
   bool unlinked_ = false;
 };
 
+/// Maps the pages of [data, data + bytes), inside a segment, into this process now rather than
+/// at their first touch (a page fault each, in every process that touches them). The segment's
+/// pages were reserved when it was created, so this changes no byte and raises no SIGBUS; a
+/// peer may be writing there meanwhile.
+void map_in(void* data, size_t bytes);
+
 /// 64 random bits (std::random_device).
 uint64_t random_token();
 /// "/seam-<pid>-<token>-<what>": the name of a segment process `pid` creates.
