@@ -11,8 +11,7 @@ namespace {
 
 constexpr std::string_view kName = "broadcast";
 
-}  // namespace
-
+/// The root sends the whole buffer to every rank.
 comm::Task direct_broadcast(Group& g, char* buffer, size_t bytes, int root) {
   if (g.rank() != root) {
     co_await received(kName, post_receive(g, root, 0, buffer, bytes));
@@ -23,8 +22,6 @@ comm::Task direct_broadcast(Group& g, char* buffer, size_t bytes, int root) {
     if (p != root) sends.push_back(g.isend(p, 0, buffer, bytes));
   co_await comm::all_of(std::move(sends));
 }
-
-namespace {
 
 /// A chain from the root through the ranks in order, pipelined in chunks: each rank forwards
 /// a chunk as soon as it arrived, so every link carries the buffer once.
@@ -50,6 +47,12 @@ comm::Task chain_broadcast(Group& g, char* buffer, size_t count, size_t element_
 
 }  // namespace
 
+comm::Task message_broadcast(Algorithm a, Group& g, char* buffer, size_t count,
+                             size_t element_bytes, int root) {
+  if (a == Algorithm::direct) return direct_broadcast(g, buffer, count * element_bytes, root);
+  return chain_broadcast(g, buffer, count, element_bytes, root);
+}
+
 comm::Task broadcast(Group& g, void* buffer, size_t count, DType dtype, int root) {
   check_rank(kName, "root", g.size(), root);
   const size_t es = dtype_size(dtype);
@@ -62,8 +65,7 @@ comm::Task broadcast(Group& g, void* buffer, size_t count, DType dtype, int root
     RootBlockGather gather = root_block_gather(g, data, count, dtype, root);
     return hierarchical_all_gather(g, kName, gather.own, data, std::move(gather.blocks), dtype);
   }
-  if (a == Algorithm::direct) return direct_broadcast(g, data, count * es, root);
-  return chain_broadcast(g, data, count, es, root);
+  return message_broadcast(a, g, data, count, es, root);
 }
 
 }  // namespace seam::collectives

@@ -76,7 +76,8 @@ comm::Task shm_all_gather_on(Group& g, RegionLease& region, std::string_view col
                              const char* send, char* recv, std::vector<size_t> counts, DType dtype);
 /// A broadcast through shared memory (shm_broadcast.cpp): small ones through the root's slot
 /// without a wait for every rank, larger ones a gather of the root's block; where the ranks
-/// outnumber their cores, small ones as messages (direct_broadcast).
+/// outnumber their cores (small ones), or two ranks may not read each other's memory, as
+/// messages (message_broadcast).
 comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int root);
 /// A broadcast as a gather of the root's block alone, in place: this rank's (empty) block and
 /// every rank's block counts.
@@ -90,8 +91,10 @@ inline RootBlockGather root_block_gather(const Group& g, char* buffer, size_t co
   blocks[static_cast<size_t>(root)] = count;
   return {buffer + (g.rank() > root ? count * dtype_size(dtype) : 0), std::move(blocks)};
 }
-/// The root sends the whole buffer to every rank (broadcast.cpp).
-comm::Task direct_broadcast(Group& g, char* buffer, size_t bytes, int root);
+/// The message schedule `a` of a broadcast (broadcast.cpp): direct, the root sends the whole
+/// buffer to every rank; ring, a pipelined chain from the root.
+comm::Task message_broadcast(Algorithm a, Group& g, char* buffer, size_t count,
+                             size_t element_bytes, int root);
 /// Two-level, over hosts with as many ranks on each (hierarchical.cpp; selection.cpp says
 /// which layouts each takes): the ranks of a host combine through shared memory, and only one
 /// rank per host and block crosses the network.

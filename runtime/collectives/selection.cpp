@@ -36,15 +36,22 @@ bool two_level_fits(Collective c, const Group& g) {
   return c == Collective::all_reduce ? hosts->two_level_all_reduce() : hosts->two_level();
 }
 
+constexpr size_t kTwoRankShmBroadcastBytes = 64 * 1024;
+
 /// Whether a broadcast among `ranks` local ranks takes the message schedules rather than shared
 /// memory (shm_broadcast). From three ranks shared memory wins at every size (Xeon, 8 ranks:
 /// 1 KiB 3.6-3.8 us against direct's 8.5-8.6, 1 MiB 140-154 against the ring's 240-285, 64 MiB
-/// 13.6-16.8 ms against 17.9). At two ranks a broadcast is one message, which the shm transport
-/// moves with one copy (single-copy from 256 KiB) and without the root waiting for its peer
-/// (2000 calls, us: Xeon 4 KiB 0.50-0.63 against the slots' 1.36-1.74, 16 KiB 1.15-1.21 against
-/// 2.48-2.94, 32 KiB 2.0-2.2 against 4.0-4.4; dev 4 KiB 0.36 against 0.96, 16 KiB 0.90 against
-/// 1.97, 32 KiB 1.68 against 3.09-3.19).
-bool broadcast_by_messages(int ranks) { return ranks == 2; }
+/// 13.6-16.8 ms against 17.9). At two ranks a small broadcast is one message, which the shm
+/// transport moves without the root waiting for its peer (2000 calls, us: Xeon 4 KiB 0.50-0.63
+/// against the slots' 1.36-1.74, 16 KiB 1.15-1.21 against 2.48-2.94, 32 KiB 2.0-2.2 against
+/// 4.0-4.4; dev 4 KiB 0.36 against 0.96, 16 KiB 0.90 against 1.97, 32 KiB 1.68 against
+/// 3.09-3.19). From kTwoRankShmBroadcastBytes the gather's single-copy schedule has both cores
+/// copy, the root writing part of the buffer into its peer while the peer reads the rest (dev,
+/// against one message, 200 calls: 64 KiB 2.85 us against 3.67, 256 KiB 6.1 against 9.9,
+/// 1 MiB 19.5 against 50.7, 4 MiB 207 against 361).
+bool broadcast_by_messages(int ranks, size_t bytes) {
+  return ranks == 2 && bytes < kTwoRankShmBroadcastBytes;
+}
 
 std::atomic<Algorithm> last{Algorithm::direct};  // read by another thread at most, for display
 
@@ -103,7 +110,7 @@ Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_vi
   // A forced message schedule takes the call off them; another forced name applies where it can.
   const bool messages = forced == "direct" || forced == "ring" || forced == "halving";
   if (!messages && has_shm_schedule(c)) {
-    const bool by_messages = c == Collective::broadcast && broadcast_by_messages(ranks);
+    const bool by_messages = c == Collective::broadcast && broadcast_by_messages(ranks, bytes);
     if (ranks > 1 && transport == "shm" && !by_messages) return Algorithm::shm;
     if (two_level && transport == "shm+ucx") return Algorithm::hierarchical;
   }

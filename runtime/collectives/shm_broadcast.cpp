@@ -5,7 +5,8 @@
 // (ShmRegion::unconfirmed_round), which keeps each rank at most one round ahead of its peers, as
 // the slots' reuse every other round needs. Larger broadcasts are a gather of the root's block.
 // Where the ranks outnumber their cores, small ones go as messages instead, which need no rank
-// to run at the same time as another.
+// to run at the same time as another; so do those of two ranks that may not read each other's
+// memory (the gather's single-copy schedule is what makes them worth the region).
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -75,8 +76,13 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
     const std::string& forced = Config::get().shm_schedule;
     const bool fits = bytes <= std::min(kEagerBytes, region->slot_bytes());
     const bool eager = fits && (forced.empty() || forced == shm_variant_name(ShmVariant::slots_eager));
-    const bool by_messages = forced.empty() && region->oversubscribed() &&
-                             bytes <= kMessagesWhenOversubscribedBytes;
+    // Two ranks take shared memory for the kernel's copy, the root's core and its peer's each
+    // moving part of the buffer (selection.cpp); without it (or with SEAM_SHM_SINGLE_COPY_BYTES
+    // at 0), one message moves it as fast.
+    const bool single_copy = region->single_copy() && Config::get().shm_single_copy_bytes != 0;
+    const bool by_messages =
+        forced.empty() && ((region->oversubscribed() && bytes <= kMessagesWhenOversubscribedBytes) ||
+                           (g.size() == 2 && !single_copy));
     if (!by_messages) {
       // A mismatch where some rank went eager keeps the region, its round unconfirmed: an eager
       // root has returned, and where the counts put ranks on both sides of the eager size some
@@ -112,10 +118,11 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
     }
     region.finish();
   }
-  log().debug("broadcast: more ranks than cores: as messages ({} B)", bytes);
-  note_algorithm(Algorithm::direct);
-  comm::Task direct = direct_broadcast(g, buffer, bytes, root);
-  co_await comm::run(direct);
+  const Algorithm a = message_algorithm(Collective::broadcast, bytes, g.size());
+  log().debug("broadcast: as messages, {} ({} B)", algorithm_name(a), bytes);
+  note_algorithm(a);
+  comm::Task messages = message_broadcast(a, g, buffer, count, dtype_size(dtype), root);
+  co_await comm::run(messages);
 }
 
 }  // namespace seam::collectives

@@ -483,8 +483,9 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
 
 namespace {
 
-/// Writes this rank's block into the peer's recv a chunk at a time, right after copying the
-/// chunk into its own recv (out of place), so that the chunk is read from memory once.
+/// Writes `bytes` of this rank's block (from `send`, at `offset` in a recv) into every peer's
+/// recv a chunk at a time, right after copying the chunk into its own recv (`own`, out of
+/// place), so that the chunk is read from memory once.
 void push_own_block(const ShmRegion& region, uint64_t round, int me, const char* send,
                     char* own, size_t offset, size_t bytes, kernels::Store store,
                     const Helpers& helpers) {
@@ -499,13 +500,26 @@ void push_own_block(const ShmRegion& region, uint64_t round, int me, const char*
   }, region.ranks());
 }
 
+/// The rank whose block is the only one with elements (a broadcast's root), or -1.
+int sole_block(const std::vector<size_t>& counts) {
+  int owner = -1;
+  for (size_t p = 0; p < counts.size(); ++p) {
+    if (!counts[p]) continue;
+    if (owner >= 0) return -1;
+    owner = static_cast<int>(p);
+  }
+  return owner;
+}
+
 /// Single-copy gather. Two ranks with even blocks write their block into the peer's recv
 /// (push_own_block); otherwise every rank reads the peers' blocks into place, which keeps
-/// uneven blocks balanced (each rank moves a whole result) and was faster at 8 ranks. A rank
-/// returns once every peer has read from it or written to it. (Pushing against reading, out of
-/// place, 2 ranks: dev 1 MiB 29-32 us against 44-45, 16 MiB 1.04-1.21 ms against 1.36-1.45;
-/// Xeon 1 MiB 59-70 against 76-150, 4 MiB 371-376 against 426-771. Xeon, 2-rank all-gatherv
-/// 16 MiB 2.02 ms against 1.76-1.79; 8-rank all-gatherv 16 MiB 3.5-5.9 against 2.1-2.8.)
+/// uneven blocks balanced (each rank moves a whole result) and was faster at 8 ranks. Where one
+/// block is the only one (a broadcast), its owner writes the block's last 1/n into every peer
+/// while the peers read the rest, so that its core copies as much as theirs. A rank returns
+/// once every peer has read from it or written to it. (Pushing against reading, out of place,
+/// 2 ranks: dev 1 MiB 29-32 us against 44-45, 16 MiB 1.04-1.21 ms against 1.36-1.45; Xeon 1 MiB
+/// 59-70 against 76-150, 4 MiB 371-376 against 426-771. Xeon, 2-rank all-gatherv 16 MiB 2.02 ms
+/// against 1.76-1.79; 8-rank all-gatherv 16 MiB 3.5-5.9 against 2.1-2.8.)
 comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_view collective,
                                   const char* send, char* recv, const std::vector<size_t>& counts,
                                   DType dtype, CallSignature signature) {
@@ -513,22 +527,27 @@ comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_vie
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
   const bool push = n == 2 && counts[0] == counts[1];
+  const int owner = push ? -1 : sole_block(counts);
+  // The bytes at the end of the owner's block that it writes into the peers, whole pages.
+  const size_t pushed = owner < 0 ? 0 : counts[owner] * es / n / 4096 * 4096;
   BufferExchange exchange(g, *region, signature, collective);
   exchange.announce(push ? 0 : reinterpret_cast<uint64_t>(send),
-                    push ? reinterpret_cast<uint64_t>(recv) : 0);
+                    push || pushed ? reinterpret_cast<uint64_t>(recv) : 0);
   char* own = recv + off[me] * es;
+  const size_t own_bytes = counts[me] * es;
   const kernels::Store store = store_for(off.back() * es, n, false);
   const Helpers helpers(*region, off.back() * es);
-  if (!push && own != send) helpers.copy(own, send, counts[me] * es, store);
+  if (!push && own != send) helpers.copy(own, send, own_bytes - (me == owner ? pushed : 0), store);
   co_await exchange.peers_ready();
   const std::exception_ptr failure = failure_of([&] {
-    if (push) {
-      push_own_block(*region, exchange.round(), me, send, own, off[me] * es, counts[me] * es,
-                     store, helpers);
+    if (push || (me == owner && pushed)) {
+      const size_t from = push ? 0 : own_bytes - pushed;
+      push_own_block(*region, exchange.round(), me, send + from, own + from,
+                     off[me] * es + from, own_bytes - from, store, helpers);
       return;
     }
     Blocks bytes(n);  // what to read from each peer (none from this rank)
-    for (int p : peers_from(me, n, false)) bytes[p] = counts[p] * es;
+    for (int p : peers_from(me, n, false)) bytes[p] = counts[p] * es - (p == owner ? pushed : 0);
     helpers.split_pieces(bytes, 1, [&](size_t p, size_t begin, size_t end) {
       const int peer = static_cast<int>(p);
       const char* block = static_cast<const char*>(region->buffer_of(peer, exchange.round()));
@@ -589,6 +608,10 @@ comm::Task shm_all_gather_on(Group& g, RegionLease& region, std::string_view col
   const kernels::Store store = store_for(off.back() * es, n, false);
   const Helpers helpers(*region, off.back() * es);
   char* own = recv + off[me] * es;
+  // A broadcast's root has nothing to copy out and returns while the others still copy its last
+  // round, so explored calls end together: rank 0 times a call to its own end, and as the root
+  // it found the slots 5-10x faster than the peers did (2 ranks, dev, 256 KiB-1 MiB).
+  const bool end_together = kind == Kind::broadcast && choice.exploring;
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
     const uint64_t round = exchange.round();
     const size_t place = slot_place(n, round, ceil_div(largest, rounds) * es, region->slot_bytes());
@@ -603,6 +626,10 @@ comm::Task shm_all_gather_on(Group& g, RegionLease& region, std::string_view col
       copy_out[p] = {recv + (off[p] + k * pieces.piece[p]) * es, region->slot(p, round) + place,
                      pieces.length(counts[p], p, k) * es};
     helpers.copy(copy_out, store);
+    if (end_together && k + 1 == rounds) {
+      comm::Task finish = exchange.finish();
+      co_await comm::run(finish);
+    }
   }
   region.finish(choice);
 }

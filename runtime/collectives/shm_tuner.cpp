@@ -44,6 +44,7 @@ ScheduleTuner::Choice ScheduleTuner::choose(Kind kind, size_t bytes,
     // they were faster).
     if (call == 0) e.taken.fill(0);  // an exploration cut short by a failed call left samples
     choice.schedule = candidates[call / kSamples];
+    choice.exploring = true;
     choice.timed = rank_ == 0 && call % kSamples != 0;
     choice.start_slot = static_cast<unsigned>(explored_++ % 2);
     e.explored = explored;

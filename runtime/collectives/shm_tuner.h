@@ -60,6 +60,7 @@ class ScheduleTuner {
   struct Choice {
     Schedule schedule = Schedule::slots;
     bool timed = false;  ///< an exploration call on the deciding rank
+    bool exploring = false;  ///< an exploration call, on every rank
     Schedule fallback = Schedule::slots;
     size_t bytes = 0;
     int entry = 0;

@@ -22,10 +22,11 @@ TEST_CASE("local groups on the shm transport reduce and gather through shared me
   for (auto c : {Collective::all_reduce, Collective::reduce_scatter, Collective::reduce_scatterv,
                  Collective::all_gather, Collective::all_gatherv, Collective::broadcast})
     for (size_t bytes : {size_t{4}, size_t{1} << 26}) CHECK(choose_algorithm(c, 4, bytes, "shm") == Algorithm::shm);
-  // A broadcast of two ranks is one message, at every size.
+  // A broadcast of two ranks is one message below 64 KiB.
   CHECK(choose_algorithm(Collective::broadcast, 2, 1024, "shm") == Algorithm::direct);
-  CHECK(choose_algorithm(Collective::broadcast, 2, 16 * 1024, "shm") == Algorithm::direct);
-  CHECK(choose_algorithm(Collective::broadcast, 2, 1 << 20, "shm") == Algorithm::ring);
+  CHECK(choose_algorithm(Collective::broadcast, 2, 64 * 1024 - 4, "shm") == Algorithm::direct);
+  CHECK(choose_algorithm(Collective::broadcast, 2, 64 * 1024, "shm") == Algorithm::shm);
+  CHECK(choose_algorithm(Collective::broadcast, 2, 1 << 20, "shm") == Algorithm::shm);
   CHECK(choose_algorithm(Collective::broadcast, 3, 16 * 1024, "shm") == Algorithm::shm);
 }
 
