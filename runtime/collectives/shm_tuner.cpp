@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <string>
 
 #include "layouts/log.h"
 
@@ -22,6 +23,11 @@ double median(std::span<double> samples) {
   std::sort(samples.begin(), samples.end());
   const size_t mid = samples.size() / 2;
   return samples.size() % 2 ? samples[mid] : (samples[mid - 1] + samples[mid]) / 2;
+}
+
+/// A median for the log: "-" for a schedule that was not a candidate.
+std::string shown(double ns_per_byte) {
+  return ns_per_byte == ScheduleTuner::kUnmeasured ? "-" : fmt::format("{:.3f}", ns_per_byte);
 }
 
 }  // namespace
@@ -76,11 +82,11 @@ void ScheduleTuner::done(const Choice& choice) {
   const Schedule verdict = decide(typical, choice.fallback);
   table_[choice.entry].store(static_cast<uint8_t>(static_cast<int>(verdict) + 1),
                              std::memory_order_release);
-  log().debug("{}: calls of {} KiB to {} KiB take {} (median ns/B: slots {:.3f}, "
-              "single-copy {:.3f}, slots-whole {:.3f}; 1e300 = not a candidate)",
+  log().debug("{}: calls of {} KiB to {} KiB take {} (median ns/B: slots {}, single-copy {}, "
+              "slots-whole {})",
               kind_name(choice.entry), (kFromBytes << (choice.entry % kClasses)) / 1024,
               (kFromBytes << (choice.entry % kClasses + 1)) / 1024, shm_variant_name(verdict),
-              typical[0], typical[1], typical[2]);
+              shown(typical[0]), shown(typical[1]), shown(typical[2]));
 }
 
 ScheduleTuner::Schedule ScheduleTuner::decide(const double (&typical)[kSchedules],
