@@ -1,3 +1,6 @@
+#include <string>
+
+#include "layouts/errors.h"
 #include "runtime/collectives/blocks.h"
 #include "runtime/collectives/chunks.h"
 #include "runtime/collectives/collectives.h"
@@ -11,10 +14,25 @@ namespace {
 
 constexpr std::string_view kName = "broadcast";
 
+/// Rethrows `e`, found in `receive` from the root. An empty message where data was expected is
+/// the root's marker of shm_broadcast's gather, which waits for this rank: then the error aborts
+/// the communicator, so that the root hears of it at once.
+[[noreturn]] void rethrow_from_root(const MismatchError& e, const ExpectedReceive& receive) {
+  const transport::Request& r = *receive.request;
+  if (receive.bytes && !r.failed() && r.received_bytes() == 0)
+    throw MismatchError(std::string(e.what()) + " (the root took the shared-memory gather)", true);
+  throw e;
+}
+
 /// The root sends the whole buffer to every rank.
 comm::Task direct_broadcast(Group& g, char* buffer, size_t bytes, int root) {
   if (g.rank() != root) {
-    co_await received(kName, post_receive(g, root, 0, buffer, bytes));
+    const ExpectedReceive receive = post_receive(g, root, 0, buffer, bytes);
+    try {
+      co_await received(kName, receive);
+    } catch (const MismatchError& e) {
+      rethrow_from_root(e, receive);
+    }
     co_return;
   }
   std::vector<transport::RequestPtr> sends;
@@ -38,7 +56,15 @@ comm::Task chain_broadcast(Group& g, char* buffer, size_t count, size_t element_
   std::vector<transport::RequestPtr> sends;
   size_t i = 0;
   for (Chunk c : Chunks(count, chunk_elements(element_bytes))) {
-    if (position > 0) co_await received(kName, receives[i++]);
+    if (position > 0) {
+      try {
+        co_await received(kName, receives[i]);
+      } catch (const MismatchError& e) {
+        if (position == 1 && i == 0) rethrow_from_root(e, receives[i]);
+        throw;
+      }
+      ++i;
+    }
     if (forwards)
       sends.push_back(g.isend(next, 0, buffer + c.first * element_bytes, c.count * element_bytes));
   }

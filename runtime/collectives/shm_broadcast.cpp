@@ -14,6 +14,7 @@
 #include "layouts/config.h"
 #include "layouts/errors.h"
 #include "layouts/log.h"
+#include "runtime/collectives/receive.h"
 #include "runtime/collectives/schedules.h"
 #include "runtime/collectives/shm_common.h"
 
@@ -84,6 +85,31 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
         forced.empty() && ((region->oversubscribed() && bytes <= kMessagesWhenOversubscribedBytes) ||
                            (g.size() == 2 && !single_copy));
     if (!by_messages) {
+      // Where some ranks may send a broadcast as messages (two ranks, or more ranks than cores)
+      // and their counts put them on both sides of the limit, the gather's root would wait for
+      // peers that wait for its message. So its root first sends each peer an empty message:
+      // a peer that took the gather expects it; one that took messages gets it for the root's
+      // data and aborts the communicator (direct_broadcast), which ends the root's wait; a peer
+      // of the gather that gets a message root's data instead fails at once, before it takes
+      // a round.
+      std::vector<transport::RequestPtr> markers;
+      if (!eager && forced.empty() && (g.size() == 2 || region->oversubscribed())) {
+        if (g.rank() == root) {
+          for (int p = 0; p < g.size(); ++p)
+            if (p != root) markers.push_back(g.isend(p, 0, buffer, 0));
+        } else {
+          std::exception_ptr failure;
+          try {
+            co_await received("broadcast", post_receive(g, root, 0, buffer, 0));
+          } catch (const MismatchError&) {
+            failure = std::current_exception();
+          }
+          if (failure) {
+            region.finish();
+            std::rethrow_exception(failure);
+          }
+        }
+      }
       // A mismatch where some rank went eager keeps the region, its round unconfirmed: an eager
       // root has returned, and where the counts put ranks on both sides of the eager size some
       // took the gather. The first wait of every rank's next call through the region compares
@@ -103,6 +129,7 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
           comm::Task call = shm_all_gather_on(g, region, "broadcast", gather.own, buffer,
                                               std::move(gather.blocks), dtype);
           co_await comm::run(call);
+          co_await comm::all_of(std::move(markers));
         }
       } catch (const MismatchError&) {
         mismatch = std::current_exception();

@@ -3,8 +3,11 @@
 // through the region waits for them), between all-reduces and all-gathers through the slots,
 // with the ranks arriving at different times. Every result is checked. With --mismatch, rank 1
 // passes another count than its peers once (then the root one that goes eager where the
-// others' take the gather): the ranks that disagree with the root fail in the broadcast, every
-// rank in its next call, and the communicator works after that.
+// others' take the gather): the ranks that disagree with the root (and a root that waits for
+// all) fail in the broadcast, every rank in its next call where some rank went eager, and the
+// communicator works after that. At two ranks, small broadcasts go as messages: where the root
+// sends one and its peer takes the gather, the peer fails at once; the other way round, both do
+// and the communicator aborts (the peer would otherwise wait for a message, the root for it).
 #include <unistd.h>
 
 #include <chrono>
@@ -52,16 +55,16 @@ long run(seam::comm::Communicator& comm) {
 }
 
 /// A broadcast from rank 0 where some ranks pass other counts than the root (`count_of` each
-/// rank's). Where some rank goes eager, the ranks that disagree with the root must fail with a
-/// MismatchError in the broadcast and every rank in the next call (an all-reduce), whose first
-/// wait compares every rank's call of the broadcast's round; where all take the gather, every
-/// rank in the broadcast and none in the next call. The call after must work on every rank,
-/// within a second in all.
+/// rank's). The ranks that disagree with the root must fail with a MismatchError in the
+/// broadcast, and the root too where its schedule waits for every rank (`root_waits`); where some
+/// rank went eager (`next_fails`), every rank in the next call (an all-reduce),
+/// whose first wait compares every rank's call of the broadcast's round. The calls after must
+/// work on every rank, a broadcast's data included, within a second in all.
 template <class CountOf>
-bool mismatch_fails_everywhere(seam::comm::Communicator& comm, const char* what, bool eager,
-                               CountOf count_of) {
+bool mismatch_fails_everywhere(seam::comm::Communicator& comm, const char* what, bool root_waits,
+                               bool next_fails, CountOf count_of) {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<float> buffer(8192, 1.0f);
+  std::vector<float> buffer(20000, 1.0f);
   auto fails = [&](auto&& call) {
     try {
       call();
@@ -77,13 +80,46 @@ bool mismatch_fails_everywhere(seam::comm::Communicator& comm, const char* what,
   });
   std::vector<float> ones(200, 1.0f), sum(200, 0.0f);
   comm.all_reduce(ones.data(), sum.data(), 200, DType::f32, ReduceOp::sum).wait();
+  // The root's count of the failed call, with data no earlier call sent.
+  const size_t count = count_of(0);
+  for (size_t i = 0; i < count; ++i) buffer[i] = comm.rank() == 0 ? static_cast<float>(i % 977) : -1.0f;
+  comm.broadcast(buffer.data(), count, DType::f32, 0).wait();
+  bool worked = sum[199] == static_cast<float>(comm.size());
+  for (size_t i = 0; i < count; ++i) worked &= buffer[i] == static_cast<float>(i % 977);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const bool worked = sum[199] == static_cast<float>(comm.size());
-  const bool expected_in_broadcast = !eager || count_of(comm.rank()) != count_of(0);
-  const bool ok = in_broadcast == expected_in_broadcast && in_next == eager && worked && seconds < 1.0;
+  const bool expected_in_broadcast = root_waits || count_of(comm.rank()) != count_of(0);
+  const bool ok = in_broadcast == expected_in_broadcast && in_next == next_fails && worked && seconds < 1.0;
   std::printf("broadcast_check: %s: rank %d: mismatch %s in the broadcast, %s in the next call; "
               "the call after %s; %.3f s: %s\n", what, comm.rank(), in_broadcast ? "found" : "not found",
               in_next ? "found" : "not found", worked ? "worked" : "failed", seconds, ok ? "OK" : "FAILED");
+  return ok;
+}
+
+/// Two ranks: the root through the gather (68 000 B) and its peer as a message (64 000 B). Both
+/// must fail within a second, the peer naming the cause and the root the peer, and the
+/// communicator be aborted.
+bool gather_and_messages_abort(seam::comm::Communicator& comm) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<float> buffer(20000, 1.0f);
+  std::string error = "no error";
+  try {
+    comm.broadcast(buffer.data(), comm.rank() == 0 ? 17000 : 16000, DType::f32, 0).wait();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  bool aborted = false;
+  try {
+    comm.all_reduce(buffer.data(), buffer.data(), 1, DType::f32, ReduceOp::sum).wait();
+  } catch (const std::exception& e) {
+    aborted = std::string(e.what()).find("unusable") != std::string::npos;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // The peer finds the cause; the root hears of the peer's abort.
+  const char* cause = comm.rank() == 0 ? "rank 1" : "the root took the shared-memory gather";
+  const bool ok = error.find(cause) != std::string::npos && aborted && seconds < 1.0;
+  std::printf("broadcast_check: gather and messages: rank %d: %s; communicator %s; %.3f s: %s\n",
+              comm.rank(), error.c_str(), aborted ? "aborted" : "not aborted", seconds,
+              ok ? "OK" : "FAILED");
   return ok;
 }
 
@@ -93,12 +129,23 @@ int main(int argc, char** argv) {
   try {
     auto world = seam::comm::Communicator::create_world();
     if (argc > 1 && std::strcmp(argv[1], "--mismatch") == 0) {
+      if (world->size() == 2) {
+        // As messages, rank 1 disagreeing with the root; the root as a message (64 000 B) and
+        // its peer through the gather (68 000 B); last, as it aborts, the other way round.
+        bool ok = mismatch_fails_everywhere(*world, "messages", false, false,
+                                            [](int r) { return r == 1 ? 100 : 200; });
+        ok &= mismatch_fails_everywhere(*world, "messages and gather", false, false,
+                                        [](int r) { return r == 0 ? 16000 : 17000; });
+        return ok && gather_and_messages_abort(*world) ? 0 : 1;
+      }
       // Every rank eager, rank 1 disagreeing with the root; the root eager (16 000 B) and the
       // others through the gather (20 000 B); every rank through the gather.
-      bool ok = mismatch_fails_everywhere(*world, "one rank", true, [](int r) { return r == 1 ? 100 : 200; });
-      ok &= mismatch_fails_everywhere(*world, "eager and gather", true,
+      bool ok = mismatch_fails_everywhere(*world, "one rank", false, true,
+                                          [](int r) { return r == 1 ? 100 : 200; });
+      ok &= mismatch_fails_everywhere(*world, "eager and gather", false, true,
                                       [](int r) { return r == 0 ? 4000 : 5000; });
-      ok &= mismatch_fails_everywhere(*world, "gather", false, [](int r) { return r == 1 ? 6000 : 5000; });
+      ok &= mismatch_fails_everywhere(*world, "gather", true, false,
+                                      [](int r) { return r == 1 ? 6000 : 5000; });
       return ok ? 0 : 1;
     }
     const long wrong = run(*world);
