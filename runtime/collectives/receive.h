@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -27,7 +28,13 @@ void check_receive(std::string_view collective, const ExpectedReceive& receive);
 
 struct ReceivesAwaiter : comm::detail::AwaiterBase<ReceivesAwaiter> {
   std::string_view collective;
-  std::vector<ExpectedReceive> receives;
+  std::vector<ExpectedReceive> receives;  ///< several receives, or
+  ExpectedReceive one;                    ///< one, which takes no allocation
+  /// The receives awaited.
+  std::span<const ExpectedReceive> all() const {
+    return receives.empty() ? std::span<const ExpectedReceive>(&one, one.request ? 1 : 0)
+                            : std::span<const ExpectedReceive>(receives);
+  }
   bool ready() override;
   int blocking_peer() const override;
   void await_resume();

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <deque>
 #include <list>
+#include <memory>
 
 #include "layouts/errors.h"
 #include "layouts/log.h"
@@ -115,9 +116,10 @@ struct RecvRequest final : transport::Request {
 };
 
 struct Unexpected {
-  uint64_t tag;
-  uint64_t size;
-  std::vector<char> data;
+  uint64_t tag = 0;
+  uint64_t size = 0;
+  std::unique_ptr<char[]> data;  // the payload of an inline message, `capacity` bytes
+  uint64_t capacity = 0;
   bool complete = false;
   bool cma = false;  // the data is still in the sender's buffer at `addr`; ack `id` once read
   uint64_t addr = 0, id = 0;
@@ -149,8 +151,47 @@ struct Incoming {
   Unexpected* buffer = nullptr;                     // unexpected buffer, or neither: discard
   std::deque<std::shared_ptr<RecvRequest>> posted;
   std::list<Unexpected> unexpected;
+  // Consumed entries with their buffers, for the next unexpected messages: a root that sends
+  // ahead of its peers makes every message unexpected, and allocating each one's node and
+  // buffer took 30% of a 1 KiB broadcast's receiver.
+  std::list<Unexpected> spare;
+  uint64_t spare_bytes = 0;  // the spare entries' buffers
   AckSlots* acks = nullptr;  // where this rank acknowledges the peer's cma messages
 };
+
+/// The most bytes of buffers an Incoming's spare entries keep: a ring's worth of small messages.
+constexpr uint64_t kSpareUnexpectedBytes = 1 << 20;
+
+/// A new unexpected message `tag` of `size` bytes at the end of in.unexpected, a spare entry
+/// where there is one; `inline_size` bytes of buffer for its payload.
+Unexpected& add_unexpected(Incoming& in, uint64_t tag, uint64_t size, uint64_t inline_size) {
+  if (in.spare.empty()) {
+    in.unexpected.emplace_back();
+  } else {
+    in.spare_bytes -= in.spare.front().capacity;
+    in.unexpected.splice(in.unexpected.end(), in.spare, in.spare.begin());
+  }
+  Unexpected& u = in.unexpected.back();
+  u.tag = tag;
+  u.size = size;
+  u.complete = u.cma = false;
+  u.addr = u.id = 0;
+  if (u.capacity < inline_size) {
+    u.data.reset(new char[inline_size]);  // uninitialised: the ring fills it
+    u.capacity = inline_size;
+  }
+  return u;
+}
+
+/// Removes a consumed unexpected message, keeping its entry and buffer as a spare.
+void drop_unexpected(Incoming& in, std::list<Unexpected>::iterator it) {
+  if (in.spare_bytes + it->capacity > kSpareUnexpectedBytes) {
+    in.unexpected.erase(it);
+    return;
+  }
+  in.spare_bytes += it->capacity;
+  in.spare.splice(in.spare.begin(), in.unexpected, it);
+}
 
 struct Peer {
   int world_rank = -1;
@@ -184,7 +225,7 @@ class ShmTransportImpl final : public ShmTransport {
     for (size_t i = 0; i < n; ++i) local_index_[static_cast<size_t>(local_[i])] = static_cast<int>(i);
     me_ = static_cast<size_t>(local_index_[static_cast<size_t>(rank_)]);
     my_area_ = &areas[me_];
-    peers_.resize(n);
+    peers_ = std::vector<Peer>(n);  // Peer is not copyable (its unexpected buffers)
     for (size_t i = 0; i < n; ++i) {
       Peer& p = peers_[i];
       p.world_rank = local_[i];
@@ -401,7 +442,7 @@ class ShmTransportImpl final : public ShmTransport {
         req->fail(size_mismatch(p, it->size, bytes, tag));
         if (streaming) in.buffer = nullptr;  // drop the rest
         if (it->cma) send_ack(p, it->id);
-        in.unexpected.erase(it);
+        drop_unexpected(in, it);
         return req;
       }
       if (it->cma) {
@@ -410,16 +451,16 @@ class ShmTransportImpl final : public ShmTransport {
         if (err.empty()) req->complete(it->size);
         else req->fail(err);
       } else if (it->complete) {
-        if (it->size) std::memcpy(data, it->data.data(), it->size);
+        if (it->size) std::memcpy(data, it->data.get(), it->size);
         req->complete(it->size);
       } else {
         // Still streaming in: take over the rest into the user's buffer.
         uint64_t got = std::min(it->size, in.offset - kHeaderBytes);
-        if (got) std::memcpy(data, it->data.data(), got);
+        if (got) std::memcpy(data, it->data.get(), got);
         in.buffer = nullptr;
         in.target = req;
       }
-      in.unexpected.erase(it);
+      drop_unexpected(in, it);
       return req;
     }
     if (p.dead) {
@@ -454,7 +495,7 @@ class ShmTransportImpl final : public ShmTransport {
       uint64_t lo = in.offset, hi = in.offset + n;
       uint64_t plo = std::max(lo, kHeaderBytes), phi = std::min(hi, kHeaderBytes + in.wire);
       if (plo < phi) {
-        char* dst = in.target ? in.target->data : in.buffer ? in.buffer->data.data() : nullptr;
+        char* dst = in.target ? in.target->data : in.buffer ? in.buffer->data.get() : nullptr;
         if (dst) ring_read(in.ring, in.head + (plo - lo), dst + (plo - kHeaderBytes), phi - plo);
       }
       in.head += n;
@@ -495,15 +536,13 @@ class ShmTransportImpl final : public ShmTransport {
       return;
     }
     if (kind == kCma) {
-      Unexpected u{tag, size, {}};
+      Unexpected& u = add_unexpected(in, tag, size, 0);
       u.cma = true;
       u.addr = arg;
       u.id = id;
-      in.unexpected.push_back(std::move(u));
       return;
     }
-    in.unexpected.push_back(Unexpected{tag, size, std::vector<char>(size)});
-    in.buffer = &in.unexpected.back();
+    in.buffer = &add_unexpected(in, tag, size, size);
   }
 
   void finish_message(Peer& p) {
