@@ -5,6 +5,7 @@
 #pragma once
 
 #include <coroutine>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "layouts/errors.h"
+#include "runtime/comm/task_frames.h"
 #include "transports/transport.h"
 
 namespace seam::comm {
@@ -33,6 +35,10 @@ class Task {
   struct promise_type {
     WaitPoint* waiting = nullptr;
     std::exception_ptr error;
+    static void* operator new(std::size_t bytes) { return detail::allocate_frame(bytes); }
+    static void operator delete(void* frame, std::size_t bytes) noexcept {
+      detail::free_frame(frame, bytes);
+    }
     Task get_return_object() { return Task(std::coroutine_handle<promise_type>::from_promise(*this)); }
     std::suspend_always initial_suspend() noexcept { return {}; }
     std::suspend_always final_suspend() noexcept { return {}; }
