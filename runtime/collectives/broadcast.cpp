@@ -14,25 +14,17 @@ namespace {
 
 constexpr std::string_view kName = "broadcast";
 
-/// Rethrows `e`, found in `receive` from the root. An empty message where data was expected is
-/// the root's marker of shm_broadcast's gather, which waits for this rank: then the error aborts
-/// the communicator, so that the root hears of it at once.
-[[noreturn]] void rethrow_from_root(const MismatchError& e, const ExpectedReceive& receive) {
-  const transport::Request& r = *receive.request;
-  if (receive.bytes && !r.failed() && r.received_bytes() == 0)
-    throw MismatchError(std::string(e.what()) + " (the root took the shared-memory gather)", true);
-  throw e;
-}
-
-/// The root sends the whole buffer to every rank.
-comm::Task direct_broadcast(Group& g, char* buffer, size_t bytes, int root) {
+/// The root sends the whole buffer to every rank. With `watch_marker`, a rank that waits for it
+/// fails at once where the root sent the marker of shm_broadcast's gather instead.
+comm::Task direct_broadcast(Group& g, char* buffer, size_t bytes, int root, bool watch_marker) {
   if (g.rank() != root) {
     const ExpectedReceive receive = post_receive(g, root, 0, buffer, bytes);
-    try {
-      co_await received(kName, receive);
-    } catch (const MismatchError& e) {
-      rethrow_from_root(e, receive);
+    if (watch_marker) {
+      ReceiveOrStrayAwaiter wait = received_or_stray(g, root, receive, kBroadcastMarkerStep);
+      co_await wait;
+      if (wait.stray()) throw_root_took_other_schedule(g, root, "the shared-memory gather");
     }
+    co_await received(kName, receive);
     co_return;
   }
   std::vector<transport::RequestPtr> sends;
@@ -56,15 +48,7 @@ comm::Task chain_broadcast(Group& g, char* buffer, size_t count, size_t element_
   std::vector<transport::RequestPtr> sends;
   size_t i = 0;
   for (Chunk c : Chunks(count, chunk_elements(element_bytes))) {
-    if (position > 0) {
-      try {
-        co_await received(kName, receives[i]);
-      } catch (const MismatchError& e) {
-        if (position == 1 && i == 0) rethrow_from_root(e, receives[i]);
-        throw;
-      }
-      ++i;
-    }
+    if (position > 0) co_await received(kName, receives[i++]);
     if (forwards)
       sends.push_back(g.isend(next, 0, buffer + c.first * element_bytes, c.count * element_bytes));
   }
@@ -74,9 +58,19 @@ comm::Task chain_broadcast(Group& g, char* buffer, size_t count, size_t element_
 }  // namespace
 
 comm::Task message_broadcast(Algorithm a, Group& g, char* buffer, size_t count,
-                             size_t element_bytes, int root) {
-  if (a == Algorithm::direct) return direct_broadcast(g, buffer, count * element_bytes, root);
+                             size_t element_bytes, int root, bool watch_marker) {
+  // One message where the root may have taken the gather: its peers watch for the marker.
+  if (a == Algorithm::direct || watch_marker)
+    return direct_broadcast(g, buffer, count * element_bytes, root, watch_marker);
   return chain_broadcast(g, buffer, count, element_bytes, root);
+}
+
+void throw_root_took_other_schedule(const Group& g, int root, std::string_view schedule) {
+  throw MismatchError(std::string(kName) + ": rank " + std::to_string(g.world_rank(root)) +
+                          " took " + std::string(schedule) + " where rank " +
+                          std::to_string(g.world_rank(g.rank())) +
+                          " did not: the ranks disagree on the count",
+                      true);
 }
 
 comm::Task broadcast(Group& g, void* buffer, size_t count, DType dtype, int root) {
@@ -91,7 +85,11 @@ comm::Task broadcast(Group& g, void* buffer, size_t count, DType dtype, int root
     RootBlockGather gather = root_block_gather(g, data, count, dtype, root);
     return hierarchical_all_gather(g, kName, gather.own, data, std::move(gather.blocks), dtype);
   }
-  return message_broadcast(a, g, data, count, es, root);
+  // Two ranks sharing memory send small broadcasts as messages and larger ones through
+  // shm_broadcast, which starts with a marker to the peer: a peer whose count put it here while
+  // the root's took it there fails at once, not at its deadline.
+  const bool watch_marker = g.size() == 2 && g.transport_name() == "shm" && !message_schedule_forced();
+  return message_broadcast(a, g, data, count, es, root, watch_marker);
 }
 
 }  // namespace seam::collectives

@@ -40,6 +40,8 @@ class Group {
   virtual void wake_if_sleeping(std::span<const int> /*world_ranks*/) {}
   /// Where the group's ranks run when they span hosts (null when they share one).
   virtual const HostLayout* hosts() const { return nullptr; }
+  /// Whether group rank `peer` sent this call a message of `step` that no receive took yet.
+  virtual bool sent_unreceived(int /*peer*/, uint32_t /*step*/) { return false; }
 };
 
 }  // namespace seam::collectives

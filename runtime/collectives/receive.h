@@ -46,6 +46,29 @@ ReceivesAwaiter received(std::string_view collective, std::vector<ExpectedReceiv
 /// GCC 12's coroutine lowering, hence the overload.)
 ReceivesAwaiter received(std::string_view collective, ExpectedReceive receive);
 
+/// Waits for `receive` from group rank `peer`, or until `peer` sent this call a message of
+/// `stray_step` that no receive takes: a sign that it took another schedule than this rank.
+/// Resumes either way; `stray()` says which.
+struct ReceiveOrStrayAwaiter : comm::detail::AwaiterBase<ReceiveOrStrayAwaiter> {
+  Group* g;
+  int peer;
+  const transport::Request* receive;
+  uint32_t stray_step;
+  bool ready() override { return receive->finished() || g->sent_unreceived(peer, stray_step); }
+  int blocking_peer() const override { return receive->finished() ? -1 : g->world_rank(peer); }
+  void await_resume() {}
+  bool stray() const { return !receive->finished(); }
+};
+inline ReceiveOrStrayAwaiter received_or_stray(Group& g, int peer, const ExpectedReceive& receive,
+                                               uint32_t stray_step) {
+  ReceiveOrStrayAwaiter a;
+  a.g = &g;
+  a.peer = peer;
+  a.receive = receive.request.get();
+  a.stray_step = stray_step;
+  return a;
+}
+
 /// `call`, a whole collective of g by algorithm `a`. Where `a` is a schedule in which a rank
 /// that finds the ranks' arguments disagree leaves others waiting on messages it will not send
 /// (ring, halving, hierarchical) and more than two ranks take part, its MismatchError aborts the

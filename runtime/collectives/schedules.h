@@ -92,9 +92,18 @@ inline RootBlockGather root_block_gather(const Group& g, char* buffer, size_t co
   return {buffer + (g.rank() > root ? count * dtype_size(dtype) : 0), std::move(blocks)};
 }
 /// The message schedule `a` of a broadcast (broadcast.cpp): direct, the root sends the whole
-/// buffer to every rank; ring, a pipelined chain from the root.
+/// buffer to every rank; ring, a pipelined chain from the root. With `watch_marker` (where the
+/// root may have taken shm_broadcast's gather instead), direct, and a peer that gets the root's
+/// marker (kBroadcastMarkerStep) instead of its data fails with an aborting MismatchError.
 comm::Task message_broadcast(Algorithm a, Group& g, char* buffer, size_t count,
-                             size_t element_bytes, int root);
+                             size_t element_bytes, int root, bool watch_marker = false);
+/// The step of the empty message with which the root of shm_broadcast's gather starts where
+/// some ranks may send the broadcast as messages (their data goes at step 0).
+constexpr uint32_t kBroadcastMarkerStep = 1;
+/// Throws the aborting MismatchError of a rank that found the root of a broadcast took
+/// `schedule` (messages, or the shared-memory gather) and itself the other: the ranks' counts
+/// lie on both sides of the size that parts them, and the root may wait for this rank.
+[[noreturn]] void throw_root_took_other_schedule(const Group& g, int root, std::string_view schedule);
 /// Two-level, over hosts with as many ranks on each (hierarchical.cpp; selection.cpp says
 /// which layouts each takes): the ranks of a host combine through shared memory, and only one
 /// rank per host and block crosses the network.

@@ -45,9 +45,10 @@ constexpr size_t kTwoRankShmBroadcastBytes = 64 * 1024;
 /// transport moves without the root waiting for its peer (2000 calls, us: Xeon 4 KiB 0.50-0.63
 /// against the slots' 1.36-1.74, 16 KiB 1.15-1.21 against 2.48-2.94, 32 KiB 2.0-2.2 against
 /// 4.0-4.4; dev 4 KiB 0.36 against 0.96, 16 KiB 0.90 against 1.97, 32 KiB 1.68 against
-/// 3.09-3.19). From kTwoRankShmBroadcastBytes the gather's single-copy schedule has both cores
-/// copy, the root writing part of the buffer into its peer while the peer reads the rest (dev,
-/// against one message, 200 calls: 64 KiB 2.85 us against 3.67, 256 KiB 6.1 against 9.9,
+/// 3.09-3.19). From kTwoRankShmBroadcastBytes they take the gather, whose single-copy schedule
+/// (where the ranks may read each other's memory, and the tuner measures it faster) has both
+/// cores copy, the root writing part of the buffer into its peer while the peer reads the rest
+/// (dev, against one message, 200 calls: 64 KiB 2.85 us against 3.67, 256 KiB 6.1 against 9.9,
 /// 1 MiB 19.5 against 50.7, 4 MiB 207 against 361).
 bool broadcast_by_messages(int ranks, size_t bytes) {
   return ranks == 2 && bytes < kTwoRankShmBroadcastBytes;
@@ -96,6 +97,11 @@ Algorithm message_algorithm(Collective c, size_t bytes, int ranks) {
   return bytes <= small ? Algorithm::direct : Algorithm::ring;
 }
 
+bool message_schedule_forced() {
+  const std::string& forced = Config::get().algorithm;
+  return forced == "direct" || forced == "ring" || forced == "halving";
+}
+
 Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_view transport,
                            bool two_level) {
   const std::string& forced = Config::get().algorithm;
@@ -108,8 +114,7 @@ Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_vi
   // Through shared memory whenever every rank is local: it beats messages at every size. Over
   // hosts, the two-level schedules: every size sends fewer messages and bytes over the network.
   // A forced message schedule takes the call off them; another forced name applies where it can.
-  const bool messages = forced == "direct" || forced == "ring" || forced == "halving";
-  if (!messages && has_shm_schedule(c)) {
+  if (!message_schedule_forced() && has_shm_schedule(c)) {
     const bool by_messages = c == Collective::broadcast && broadcast_by_messages(ranks, bytes);
     if (ranks > 1 && transport == "shm" && !by_messages) return Algorithm::shm;
     if (two_level && transport == "shm+ucx") return Algorithm::hierarchical;

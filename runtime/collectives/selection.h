@@ -42,6 +42,9 @@ Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_vi
 /// in all (its buffer to every peer), halving up to 128 KiB, ring above; or the one SEAM_ALGO
 /// names (halving: all-reduces only).
 Algorithm message_algorithm(Collective c, size_t bytes, int ranks);
+/// Whether SEAM_ALGO names a message schedule (direct, ring or halving), which keeps every call
+/// off shared memory.
+bool message_schedule_forced();
 
 /// choose_algorithm for this group, logged at debug level with the count, dtype and transport,
 /// and kept for last_algorithm.

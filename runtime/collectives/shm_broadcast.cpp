@@ -6,7 +6,8 @@
 // the slots' reuse every other round needs. Larger broadcasts are a gather of the root's block.
 // Where the ranks outnumber their cores, small ones go as messages instead, which need no rank
 // to run at the same time as another; so do those of two ranks that may not read each other's
-// memory (the gather's single-copy schedule is what makes them worth the region).
+// memory (the gather's single-copy schedule is what makes them worth the region). Where ranks
+// may part between messages and the gather, a marker message tells them apart (shm_broadcast).
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -63,10 +64,39 @@ bool went_eager(const ShmRegion& region, uint64_t round) {
   return false;
 }
 
+/// The first wait of a peer of the gather where the root may have sent the broadcast as
+/// messages instead: for the root's marker, or, where the root's data came instead, an aborting
+/// MismatchError (see shm_broadcast).
+comm::Task await_marker(Group& g, int root) {
+  const ExpectedReceive marker = post_receive(g, root, kBroadcastMarkerStep, nullptr, 0);
+  ReceiveOrStrayAwaiter wait = received_or_stray(g, root, marker, 0);
+  co_await wait;
+  if (wait.stray()) throw_root_took_other_schedule(g, root, "messages");
+  co_await received("broadcast", marker);
+}
+
 }  // namespace
 
 comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int root) {
   const size_t bytes = count * dtype_size(dtype);
+  // Where some ranks may send this broadcast as messages and others take the gather (their
+  // counts on both sides of the size that parts them), the gather's root first sends each peer
+  // an empty message (kBroadcastMarkerStep), which every peer of the gather waits for. A peer
+  // that took messages finds the marker instead of its data, and a peer of the gather the
+  // root's data instead of the marker: it fails with an aborting MismatchError, as the others
+  // wait for it. Two ranks meet here from 64 KiB (selection.cpp) and exchange the marker before
+  // the region, whose first set-up would wait for a peer that took messages; where ranks
+  // outnumber cores, the gathers that do not go eager, once the region says so.
+  const bool two_ranks = g.size() == 2;
+  std::vector<transport::RequestPtr> markers;
+  if (two_ranks) {
+    if (g.rank() == root) {
+      markers.push_back(g.isend(1 - root, kBroadcastMarkerStep, buffer, 0));
+    } else {
+      comm::Task marker = await_marker(g, root);
+      co_await comm::run(marker);
+    }
+  }
   {
     RegionLease region;
     if (!try_acquire_region(g, region)) {
@@ -83,31 +113,15 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
     const bool single_copy = region->single_copy() && Config::get().shm_single_copy_bytes != 0;
     const bool by_messages =
         forced.empty() && ((region->oversubscribed() && bytes <= kMessagesWhenOversubscribedBytes) ||
-                           (g.size() == 2 && !single_copy));
+                           (two_ranks && !single_copy));
     if (!by_messages) {
-      // Where some ranks may send a broadcast as messages (two ranks, or more ranks than cores)
-      // and their counts put them on both sides of the limit, the gather's root would wait for
-      // peers that wait for its message. So its root first sends each peer an empty message:
-      // a peer that took the gather expects it; one that took messages gets it for the root's
-      // data and aborts the communicator (direct_broadcast), which ends the root's wait; a peer
-      // of the gather that gets a message root's data instead fails at once, before it takes
-      // a round.
-      std::vector<transport::RequestPtr> markers;
-      if (!eager && forced.empty() && (g.size() == 2 || region->oversubscribed())) {
+      if (!two_ranks && !eager && forced.empty() && region->oversubscribed()) {
         if (g.rank() == root) {
           for (int p = 0; p < g.size(); ++p)
-            if (p != root) markers.push_back(g.isend(p, 0, buffer, 0));
+            if (p != root) markers.push_back(g.isend(p, kBroadcastMarkerStep, buffer, 0));
         } else {
-          std::exception_ptr failure;
-          try {
-            co_await received("broadcast", post_receive(g, root, 0, buffer, 0));
-          } catch (const MismatchError&) {
-            failure = std::current_exception();
-          }
-          if (failure) {
-            region.finish();
-            std::rethrow_exception(failure);
-          }
+          comm::Task marker = await_marker(g, root);
+          co_await comm::run(marker);
         }
       }
       // A mismatch where some rank went eager keeps the region, its round unconfirmed: an eager
@@ -129,7 +143,6 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
           comm::Task call = shm_all_gather_on(g, region, "broadcast", gather.own, buffer,
                                               std::move(gather.blocks), dtype);
           co_await comm::run(call);
-          co_await comm::all_of(std::move(markers));
         }
       } catch (const MismatchError&) {
         mismatch = std::current_exception();
@@ -141,6 +154,7 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
         }
         std::rethrow_exception(mismatch);
       }
+      co_await comm::all_of(std::move(markers));
       co_return;
     }
     region.finish();
@@ -148,8 +162,12 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
   const Algorithm a = message_algorithm(Collective::broadcast, bytes, g.size());
   log().debug("broadcast: as messages, {} ({} B)", algorithm_name(a), bytes);
   note_algorithm(a);
-  comm::Task messages = message_broadcast(a, g, buffer, count, dtype_size(dtype), root);
+  // More ranks than cores: a peer of these messages watches for the marker of a root that took
+  // the gather. (At two ranks the marker went first.)
+  comm::Task messages =
+      message_broadcast(a, g, buffer, count, dtype_size(dtype), root, /*watch_marker=*/!two_ranks);
   co_await comm::run(messages);
+  co_await comm::all_of(std::move(markers));
 }
 
 }  // namespace seam::collectives

@@ -528,7 +528,8 @@ comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_vie
   const auto off = block_offsets(counts);
   const bool push = n == 2 && counts[0] == counts[1];
   const int owner = push ? -1 : sole_block(counts);
-  // The bytes at the end of the owner's block that it writes into the peers, whole pages.
+  // The bytes at the end of the owner's block that it writes into the peers (a whole number of
+  // pages).
   const size_t pushed = owner < 0 ? 0 : counts[owner] * es / n / 4096 * 4096;
   BufferExchange exchange(g, *region, signature, collective);
   exchange.announce(push ? 0 : reinterpret_cast<uint64_t>(send),

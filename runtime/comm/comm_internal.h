@@ -174,6 +174,9 @@ class OpGroup final : public collectives::Group {
   const collectives::HostLayout* hosts() const override { return hosts_.get(); }
   bool any_asleep(std::span<const int> world_ranks) override { return t_.any_asleep(world_ranks); }
   void wake_if_sleeping(std::span<const int> world_ranks) override { t_.wake_if_sleeping(world_ranks); }
+  bool sent_unreceived(int peer, uint32_t step) override {
+    return t_.unmatched_tag(world_rank(peer), tag_of(step), ~uint64_t{0}).has_value();
+  }
   /// The tag of the operation's messages before the step (for collectives: with the signature).
   uint64_t tag_base() const { return tag_base_; }
   /// The transport tag of a step: control steps go without the call signature.

@@ -8,23 +8,27 @@ namespace seam::comm::detail {
 namespace {
 
 constexpr std::size_t kClassBytes = 64;
-constexpr std::size_t kClasses = 64;      // frames up to 4 KiB; larger ones go to operator new
+constexpr std::size_t kClasses = 64;      // frames under 4 KiB; larger ones go to operator new
 constexpr std::uint32_t kMostCached = 16;  // frames kept per class and thread
 
-/// One thread's cached frames; freed when the thread exits.
+/// One thread's cached frames; freed when the thread exits, after which its frames (a Task
+/// run by another thread-local's destructor) go straight to operator new and delete.
 struct FrameCache {
   struct Node {
     Node* next;
   };
   std::array<Node*, kClasses> head{};
   std::array<std::uint32_t, kClasses> count{};
+  bool gone = false;
   ~FrameCache() {
-    for (Node* n : head)
+    for (Node*& n : head)
       while (n) {
         Node* next = n->next;
         ::operator delete(n);
         n = next;
       }
+    count.fill(0);
+    gone = true;
   }
 };
 
@@ -36,8 +40,8 @@ std::size_t class_of(std::size_t bytes) { return (bytes + kClassBytes - 1) / kCl
 
 void* allocate_frame(std::size_t bytes) {
   const std::size_t c = class_of(bytes);
-  if (c >= kClasses) return ::operator new(bytes);
   FrameCache& mine = cache;
+  if (c >= kClasses || mine.gone) return ::operator new(c * kClassBytes);
   if (FrameCache::Node* n = mine.head[c]) {
     mine.head[c] = n->next;
     --mine.count[c];
@@ -49,7 +53,7 @@ void* allocate_frame(std::size_t bytes) {
 void free_frame(void* frame, std::size_t bytes) noexcept {
   const std::size_t c = class_of(bytes);
   FrameCache& mine = cache;
-  if (c >= kClasses || mine.count[c] >= kMostCached) {
+  if (c >= kClasses || mine.gone || mine.count[c] >= kMostCached) {
     ::operator delete(frame);
     return;
   }
