@@ -96,6 +96,9 @@ class Transport {
   /// Whether peer is reachable (and, for local peers, its process alive). A dead peer fails
   /// every pending request that involves it.
   virtual bool peer_alive(int peer) = 0;
+  /// Why peer counts as lost, where the transport knows (its abort notice, the death of its
+  /// process); empty otherwise.
+  virtual std::string why_lost(int /*peer*/) { return {}; }
   /// The tag of a message from world rank `peer` that arrived before any receive matched it and
   /// whose tag equals `tag` on the bits of `mask`, if there is one: how a caller that waits
   /// finds out that the peer sent under another tag (it called something else).

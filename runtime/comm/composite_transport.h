@@ -41,6 +41,7 @@ class CompositeTransport final : public transport::Transport {
     shm_->wake_if_sleeping(world_ranks);
   }
   bool peer_alive(int peer) override { return route(peer).peer_alive(peer); }
+  std::string why_lost(int peer) override { return route(peer).why_lost(peer); }
   std::optional<uint64_t> unmatched_tag(int peer, uint64_t tag, uint64_t mask) override {
     return route(peer).unmatched_tag(peer, tag, mask);
   }

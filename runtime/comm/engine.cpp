@@ -150,8 +150,11 @@ void Engine::step_all() {
           return;  // aborted (or a local error): the caller loops again
         }
         if (w.blocking_peer() != m) continue;
+        const std::string why = transport_->why_lost(m);
         fail(w, std::make_exception_ptr(CommError(
-                    "lost rank " + std::to_string(m) + " (it died, aborted, or its connection broke)", m)));
+                    "lost rank " + std::to_string(m) + " (it died, aborted, or its connection broke)" +
+                        (why.empty() ? "" : ": " + why),
+                    m)));
         return;  // aborted: outstanding_ is empty now
       }
       if (m >= 0 && m != transport_->rank() && called_otherwise(w, m)) return;

@@ -677,6 +677,10 @@ class ShmTransportImpl final : public ShmTransport {
     return std::nullopt;
   }
 
+  std::string why_lost(int world_rank) override {
+    return is_local(world_rank) ? peer(world_rank).death : std::string();
+  }
+
   bool peer_alive(int world_rank) override {
     if (!is_local(world_rank)) return false;
     check_peers();

@@ -452,6 +452,8 @@ class UcxTransportImpl final : public UcxTransport {
     return !peer(r).dead;
   }
 
+  std::string why_lost(int r) override { return peer(r).death; }
+
   std::optional<uint64_t> unmatched_tag(int r, uint64_t tag, uint64_t mask) override {
     ucp_tag_recv_info_t info{};
     // Not removed: the message stays for the receive that may still come.
