@@ -98,8 +98,10 @@ inline RootBlockGather root_block_gather(const Group& g, char* buffer, size_t co
 comm::Task message_broadcast(Algorithm a, Group& g, char* buffer, size_t count,
                              size_t element_bytes, int root, bool watch_marker = false);
 /// The step of the empty message with which the root of shm_broadcast's gather starts where
-/// some ranks may send the broadcast as messages (their data goes at step 0).
-constexpr uint32_t kBroadcastMarkerStep = 1;
+/// some ranks may send the broadcast as messages (their data goes at step 0). A control step
+/// (Group::isend): it carries no call signature, so that ranks that also disagree on the dtype
+/// still meet at the region's comparison of their calls.
+constexpr uint32_t kBroadcastMarkerStep = 0x7F1;
 /// Throws the aborting MismatchError of a rank that found the root of a broadcast took
 /// `schedule` (messages, or the shared-memory gather) and itself the other: the ranks' counts
 /// lie on both sides of the size that parts them, and the root may wait for this rank.

@@ -6,7 +6,7 @@
 // others' take the gather): the ranks that disagree with the root (and a root that waits for
 // all) fail in the broadcast, every rank in its next call where some rank went eager, and the
 // communicator works after that. At two ranks, small broadcasts go as messages and the rank
-// that disagrees fails. With --straddle ROOT PEER (counts of floats), the root's and its peers'
+// that disagrees fails; ranks that disagree on the dtype of a gather both fail in it. With --straddle ROOT PEER (counts of floats), the root's and its peers'
 // counts lie on both sides of the size that parts messages from the shared-memory gather: every
 // rank fails at once and the communicator aborts (the ranks wait for one another otherwise).
 #include <unistd.h>
@@ -97,6 +97,34 @@ bool mismatch_fails_everywhere(seam::comm::Communicator& comm, const char* what,
   return ok;
 }
 
+/// Two ranks, a broadcast of 68 000 B through the gather where rank 1 passes bf16 and rank 0
+/// float (the same bytes): both must fail in it with a MismatchError within a second (the
+/// marker carries no call signature, so they meet at the region's comparison), and the next
+/// broadcast must work.
+bool dtype_mismatch_fails_at_once(seam::comm::Communicator& comm) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<float> buffer(17000, 1.0f);
+  bool failed = false;
+  try {
+    if (comm.rank() == 1)
+      comm.broadcast(buffer.data(), 34000, DType::bf16, 0).wait();
+    else
+      comm.broadcast(buffer.data(), 17000, DType::f32, 0).wait();
+  } catch (const seam::MismatchError&) {
+    failed = true;
+  }
+  for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = comm.rank() == 0 ? static_cast<float>(i % 977) : -1.0f;
+  comm.broadcast(buffer.data(), buffer.size(), DType::f32, 0).wait();
+  bool worked = true;
+  for (size_t i = 0; i < buffer.size(); ++i) worked &= buffer[i] == static_cast<float>(i % 977);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const bool ok = failed && worked && seconds < 1.0;
+  std::printf("broadcast_check: dtype: rank %d: mismatch %s; the call after %s; %.3f s: %s\n",
+              comm.rank(), failed ? "found" : "not found", worked ? "worked" : "failed", seconds,
+              ok ? "OK" : "FAILED");
+  return ok;
+}
+
 /// A broadcast from rank 0 whose count (`root_count` floats) and its peers' (`peer_count`) put
 /// them on both sides of the size that parts messages from the shared-memory gather (64 KiB at
 /// two ranks). Every rank must fail within a second: those on the root's other side in the
@@ -138,11 +166,10 @@ int main(int argc, char** argv) {
     if (argc > 1 && std::strcmp(argv[1], "--mismatch") == 0) {
       if (world->size() == 2) {
         // As messages, rank 1 disagreeing with the root: it fails, and the communicator stays
-        // usable.
-        return mismatch_fails_everywhere(*world, "messages", false, false,
-                                         [](int r) { return r == 1 ? 100 : 200; })
-                   ? 0
-                   : 1;
+        // usable; then a dtype disagreement through the gather.
+        const bool ok = mismatch_fails_everywhere(*world, "messages", false, false,
+                                                  [](int r) { return r == 1 ? 100 : 200; });
+        return ok && dtype_mismatch_fails_at_once(*world) ? 0 : 1;
       }
       // Every rank eager, rank 1 disagreeing with the root; the root eager (16 000 B) and the
       // others through the gather (20 000 B); every rank through the gather.
