@@ -64,10 +64,16 @@ bool went_eager(const ShmRegion& region, uint64_t round) {
   return false;
 }
 
-/// The first wait of a peer of the gather where the root may have sent the broadcast as
-/// messages instead: for the root's marker, or, where the root's data came instead, an aborting
-/// MismatchError (see shm_broadcast).
-comm::Task await_marker(Group& g, int root) {
+/// The marker of the gather where ranks may part between it and messages (see shm_broadcast):
+/// the root sends it to every peer (its sends join `sent`); each peer waits for it, or, where
+/// the root's data came instead, throws an aborting MismatchError.
+comm::Task exchange_markers(Group& g, char* buffer, int root,
+                            std::vector<transport::RequestPtr>& sent) {
+  if (g.rank() == root) {
+    for (int p = 0; p < g.size(); ++p)
+      if (p != root) sent.push_back(g.isend(p, kBroadcastMarkerStep, buffer, 0));
+    co_return;
+  }
   const ExpectedReceive marker = post_receive(g, root, kBroadcastMarkerStep, nullptr, 0);
   ReceiveOrStrayAwaiter wait = received_or_stray(g, root, marker, 0);
   co_await wait;
@@ -90,12 +96,8 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
   const bool two_ranks = g.size() == 2;
   std::vector<transport::RequestPtr> markers;
   if (two_ranks) {
-    if (g.rank() == root) {
-      markers.push_back(g.isend(1 - root, kBroadcastMarkerStep, buffer, 0));
-    } else {
-      comm::Task marker = await_marker(g, root);
-      co_await comm::run(marker);
-    }
+    comm::Task first = exchange_markers(g, buffer, root, markers);
+    co_await comm::run(first);
   }
   {
     RegionLease region;
@@ -116,13 +118,8 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
                            (two_ranks && !single_copy));
     if (!by_messages) {
       if (!two_ranks && !eager && forced.empty() && region->oversubscribed()) {
-        if (g.rank() == root) {
-          for (int p = 0; p < g.size(); ++p)
-            if (p != root) markers.push_back(g.isend(p, kBroadcastMarkerStep, buffer, 0));
-        } else {
-          comm::Task marker = await_marker(g, root);
-          co_await comm::run(marker);
-        }
+        comm::Task first = exchange_markers(g, buffer, root, markers);
+        co_await comm::run(first);
       }
       // A mismatch where some rank went eager keeps the region, its round unconfirmed: an eager
       // root has returned, and where the counts put ranks on both sides of the eager size some

@@ -1,44 +1,35 @@
 #include "runtime/comm/task_frames.h"
 
+#include <algorithm>
 #include <array>
-#include <cstdint>
 #include <new>
+#include <utility>
+
+#include "transports/shm/pool_allocator.h"
 
 namespace seam::comm::detail {
 namespace {
 
 constexpr std::size_t kClassBytes = 64;
-constexpr std::size_t kClasses = 64;      // frames up to 4032 bytes; larger ones: operator new
-constexpr std::uint32_t kMostCached = 16;  // frames kept per class and thread
+constexpr std::size_t kClasses = 64;  // frames up to 4032 bytes; larger ones: operator new
+constexpr std::size_t kMostCached = 16;  // frames kept per class and thread
+constexpr std::size_t kAlign = __STDCPP_DEFAULT_NEW_ALIGNMENT__;
 
-/// One thread's cached frames. Trivially destructible, so that it stays usable to the end of
-/// its thread (frames freed by static destructors, after the thread_locals'); the Reaper gives
-/// its frames back at thread exit and turns it to operator new and delete from then on.
-struct FrameCache {
-  struct Node {
-    Node* next;
-  };
-  std::array<Node*, kClasses> head{};
-  std::array<std::uint32_t, kClasses> count{};
-  bool gone = false;
+/// The free list of class `c`: frames of c * 64 bytes (class 0 holds none, it lends class 1's).
+template <std::size_t C>
+using Frames = seam::detail::FreeList<std::max<std::size_t>(C, 1) * kClassBytes, kAlign, kMostCached>;
+
+struct ClassLists {
+  void* (*get)();
+  void (*put)(void*);
 };
 
-thread_local FrameCache cache __attribute__((tls_model("initial-exec")));
+template <std::size_t... C>
+constexpr std::array<ClassLists, sizeof...(C)> lists_of(std::index_sequence<C...>) {
+  return {ClassLists{[] { return Frames<C>::mine().get(); }, [](void* p) { Frames<C>::mine().put(p); }}...};
+}
 
-/// Empties the thread's cache when the thread exits (a thread_local with a destructor, first
-/// touched on the cache's slow path, so the fast path has no guard to check).
-struct Reaper {
-  ~Reaper() {
-    for (FrameCache::Node*& n : cache.head)
-      while (n) {
-        FrameCache::Node* next = n->next;
-        ::operator delete(n);
-        n = next;
-      }
-    cache.count.fill(0);
-    cache.gone = true;
-  }
-};
+constexpr auto kLists = lists_of(std::make_index_sequence<kClasses>{});
 
 std::size_t class_of(std::size_t bytes) { return (bytes + kClassBytes - 1) / kClassBytes; }
 
@@ -46,30 +37,15 @@ std::size_t class_of(std::size_t bytes) { return (bytes + kClassBytes - 1) / kCl
 
 void* allocate_frame(std::size_t bytes) {
   const std::size_t c = class_of(bytes);
-  FrameCache& mine = cache;
-  if (c < kClasses && !mine.gone) {
-    if (FrameCache::Node* n = mine.head[c]) {
-      mine.head[c] = n->next;
-      --mine.count[c];
-      return n;
-    }
-    static thread_local Reaper reaper;  // registers the exit-time drain once per thread
-    (void)reaper;
-  }
-  return ::operator new(c * kClassBytes);
+  return c < kClasses ? kLists[c].get() : ::operator new(bytes);
 }
 
 void free_frame(void* frame, std::size_t bytes) noexcept {
   const std::size_t c = class_of(bytes);
-  FrameCache& mine = cache;
-  if (c >= kClasses || mine.gone || mine.count[c] >= kMostCached) {
+  if (c < kClasses)
+    kLists[c].put(frame);
+  else
     ::operator delete(frame);
-    return;
-  }
-  auto* n = static_cast<FrameCache::Node*>(frame);
-  n->next = mine.head[c];
-  mine.head[c] = n;
-  ++mine.count[c];
 }
 
 }  // namespace seam::comm::detail

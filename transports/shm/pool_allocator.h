@@ -11,7 +11,7 @@
 
 namespace seam::detail {
 
-template <size_t Size, size_t Align>
+template <size_t Size, size_t Align, size_t MaxCached = 256>
 class FreeList {
  public:
   void* get() {
@@ -24,7 +24,7 @@ class FreeList {
     return ::operator new(Size, std::align_val_t(Align));
   }
   void put(void* p) {
-    if (count_ >= kMaxCached) {
+    if (count_ >= MaxCached) {
       ::operator delete(p, std::align_val_t(Align));
       return;
     }
@@ -34,14 +34,13 @@ class FreeList {
     ++count_;
   }
   /// The calling thread's list (trivially destructible: cached blocks of an exiting thread are
-  /// simply not returned, at most kMaxCached of them).
+  /// simply not returned, at most MaxCached of them).
   static FreeList& mine() {
     static thread_local FreeList list __attribute__((tls_model("initial-exec")));
     return list;
   }
 
  private:
-  static constexpr size_t kMaxCached = 256;
   struct Node {
     Node* next;
   };
