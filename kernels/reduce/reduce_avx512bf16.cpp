@@ -11,7 +11,7 @@
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c,prefer-vector-width=512")
 #define SEAM_REDUCE_TABLE avx512bf16_kernels
-#define SEAM_REDUCE_STREAM 1
+#define SEAM_REDUCE_STREAM 2
 #define SEAM_REDUCE_BF16 1
 #define SEAM_REDUCE_F16C 1
 #include "kernels/reduce/reduce_kernels.inc"

@@ -80,11 +80,13 @@ TEST_CASE("reduction kernels match the scalar reference on every instruction set
             CHECK(std::memcmp(out.data(), expected.data(), expected.size()) == 0);
             CHECK(out.back() == 0x5a);  // nothing written past count
 
-            // Non-temporal stores, to a destination misaligned by one element.
-            std::vector<char> streamed(expected.size() + 64);
+            // Non-temporal stores (whole lines of dst, a short first block up to its first line
+            // boundary), to a destination misaligned by one element.
+            std::vector<char> streamed(expected.size() + 64, 0x5a);
             char* misaligned = streamed.data() + dtype_size(dtype);
             kernels::reduce(isa, misaligned, pointers(srcs), count, dtype, op, kernels::Store::streaming);
             CHECK(std::memcmp(misaligned, expected.data(), expected.size()) == 0);
+            CHECK(misaligned[expected.size()] == 0x5a);
 
             // dst aliasing the last source (what in-place algorithms do), then the first (past
             // four sources, read in the first group and written in the last).
