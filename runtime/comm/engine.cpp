@@ -216,13 +216,25 @@ void Engine::poll() {
   step_all();
 }
 
+namespace {
+
+/// How long a relaxed spin holds the core between yields. Unpinned ranks that the scheduler
+/// puts on one core hand it over this often, where each wait held it for the whole relax window
+/// (SEAM_SPIN_US) before: dev, 2 ranks moved onto one vCPU after set-up, 1 KiB all-gather 102 ->
+/// 12.5 us a call (2 us: 6.7, but 64 KiB calls on cores of their own looked slower); GPU host,
+/// one table row took 108 us a call against Open MPI's 2.9. Alone on its core the yield returns
+/// at once: 1 KiB-1 MiB calls even.
+constexpr auto kRelaxedYield = std::chrono::microseconds(5);
+
+}  // namespace
+
 void Engine::drive(WorkState& w) {
   if (w.status != WorkState::Status::pending) return;
   const auto spin = spin_.current();
   const auto relax = oversubscribed ? std::chrono::microseconds(0) : spin_.setting();
   // The windows open at the first look that leaves the operation pending (most short ones end
   // at it: no clock read then).
-  Clock::time_point relax_end{}, spin_end{};
+  Clock::time_point relax_end{}, spin_end{}, next_yield{};
   bool windows_open = false;
   std::optional<Clock::time_point> slept_since;
   while (w.status == WorkState::Status::pending) {
@@ -237,15 +249,20 @@ void Engine::drive(WorkState& w) {
       windows_open = true;
       relax_end = now + relax;
       spin_end = now + spin;
+      next_yield = now + kRelaxedYield;
     }
     // Past the setting, the spin the budget added yields the core at every turn: where ranks
     // outnumber cores, the peer being waited for may need it (a spin that held it made 4 ranks
-    // on 2 cores 8x slower over UCX); where they do not, the yield returns at once.
+    // on 2 cores 8x slower over UCX); where they do not, the yield returns at once. Inside the
+    // setting it yields every kRelaxedYield, for ranks that had cores of their own at set-up
+    // and that the scheduler put on one since.
     if (now < spin_end) {
-      if (now < relax_end)
+      if (now < relax_end && now < next_yield) {
         cpu_relax();
-      else
+      } else {
         sched_yield();
+        next_yield = now + kRelaxedYield;
+      }
       continue;
     }
     // Marked asleep, one last look: a peer's shared-memory flag this rank waits on is either
