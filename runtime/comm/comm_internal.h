@@ -153,6 +153,9 @@ class Engine {
   int abort_peer_ = -1;
   Clock::time_point last_liveness_check_{};
   SpinBudget spin_;
+  /// Until when waits yield at every turn, as where ranks outnumber cores: a yield of this
+  /// rank's spin let another task run, so its core is shared for now (see drive).
+  Clock::time_point core_shared_until_{};
 };
 
 /// The Group a running operation sees: group ranks -> world ranks, tags scoped to the operation.

@@ -219,12 +219,16 @@ void Engine::poll() {
 namespace {
 
 /// How long a relaxed spin holds the core between yields. Unpinned ranks that the scheduler
-/// puts on one core hand it over this often, where each wait held it for the whole relax window
-/// (SEAM_SPIN_US) before: dev, 2 ranks moved onto one vCPU after set-up, 1 KiB all-gather 102 ->
-/// 12.5 us a call (2 us: 6.7, but 64 KiB calls on cores of their own looked slower); GPU host,
-/// one table row took 108 us a call against Open MPI's 2.9. Alone on its core the yield returns
-/// at once: 1 KiB-1 MiB calls even.
+/// puts on one core after set-up find out at the first yield (kYieldRanAnother), where each wait
+/// held the core for the whole relax window (SEAM_SPIN_US) before: dev, 2 ranks moved onto one
+/// vCPU, 1 KiB all-gather 102 -> 2.6 us a call (a yield every 5 us alone: 12.5), 64 KiB
+/// all-reduce 8.6 us (7.5 on two vCPUs); GPU host, one table row took 108 us a call against Open
+/// MPI's 2.9. Alone on its core the yield returns at once: 1 KiB-1 MiB calls even.
 constexpr auto kRelaxedYield = std::chrono::microseconds(5);
+/// A yield that returned this much later ran another task on the core: waits then yield at
+/// every turn for kSharedCoreYields (a syscall alone is under 1 us).
+constexpr auto kYieldRanAnother = std::chrono::microseconds(3);
+constexpr auto kSharedCoreYields = std::chrono::milliseconds(1);
 
 }  // namespace
 
@@ -257,11 +261,13 @@ void Engine::drive(WorkState& w) {
     // setting it yields every kRelaxedYield, for ranks that had cores of their own at set-up
     // and that the scheduler put on one since.
     if (now < spin_end) {
-      if (now < relax_end && now < next_yield) {
+      if (now < relax_end && now < next_yield && now >= core_shared_until_) {
         cpu_relax();
       } else {
         sched_yield();
-        next_yield = now + kRelaxedYield;
+        const auto back = Clock::now();
+        if (back - now > kYieldRanAnother) core_shared_until_ = back + kSharedCoreYields;
+        next_yield = back + kRelaxedYield;
       }
       continue;
     }
