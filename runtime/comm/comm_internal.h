@@ -153,9 +153,10 @@ class Engine {
   int abort_peer_ = -1;
   Clock::time_point last_liveness_check_{};
   SpinBudget spin_;
-  /// Until when waits yield at every turn, as where ranks outnumber cores: a yield of this
-  /// rank's spin let another task run, so its core is shared for now (see drive).
+  /// Until when waits yield at every turn, as where ranks outnumber cores: yields of this
+  /// rank's spin let other tasks run, so its core is shared for now (see drive).
   Clock::time_point core_shared_until_{};
+  int long_yields_ = 0;  ///< yields in a row that let another task run
 };
 
 /// The Group a running operation sees: group ranks -> world ranks, tags scoped to the operation.

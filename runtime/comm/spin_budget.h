@@ -7,7 +7,8 @@
 // all (a longer spin would have covered it), up to kMaxSpin; a wait that lasted longer (the
 // peers were really busy: spinning could not have covered it) halves it back toward the
 // setting. SEAM_SPIN_US=0 never spins. The part beyond the setting yields the core at every
-// turn (Engine::drive), so ranks that share cores do not hold them.
+// turn (Engine::drive), so ranks that share cores do not hold them; the setting's part yields
+// every 5 us, and at every turn for a while once a yield let another task run.
 #pragma once
 
 #include <algorithm>
@@ -23,7 +24,8 @@ class SpinBudget {
       : setting_(setting), current_(setting) {}
   /// How long to busy-poll now.
   std::chrono::microseconds current() const { return current_; }
-  /// SEAM_SPIN_US: the part of the spin that polls without yielding the core.
+  /// SEAM_SPIN_US: the part of the spin that polls, yielding the core only every few
+  /// microseconds (Engine::drive).
   std::chrono::microseconds setting() const { return setting_; }
   /// After a wait that slept: `slept` from the first sleep to the wait's end (the wait lasted
   /// the spin and that).

@@ -101,6 +101,42 @@ TEST_CASE("reduction kernels match the scalar reference on every instruction set
   }
 }
 
+TEST_CASE("streaming reductions write exactly their elements at every alignment of dst") {
+  // Streaming kernels fold 1 KiB blocks, the first one short up to dst's first line boundary:
+  // counts around a block and every element offset within a line reach each edge.
+  for (auto isa : kIsas) {
+    if (!kernels::reduce_isa_supported(isa)) continue;
+    for (DType dtype : kDtypes) {
+      const size_t es = dtype_size(dtype), block = 1024 / es;
+      for (size_t nsrc : {1, 2, 5})
+        for (size_t count : {size_t{1}, size_t{15}, block - 1, block, block + 1, 2 * block + 7})
+          for (size_t offset = 0; offset < 64; offset += es) {
+            CAPTURE(kernels::reduce_isa_name(isa));
+            CAPTURE(dtype_name(dtype));
+            CAPTURE(nsrc);
+            CAPTURE(count);
+            CAPTURE(offset);
+            std::vector<std::vector<char>> srcs;
+            for (size_t k = 0; k < nsrc; ++k)
+              srcs.push_back(make_input(dtype, count, static_cast<int>(k), dtype != DType::i32));
+            const auto expected = reference(srcs, count, dtype, ReduceOp::sum);
+            constexpr size_t kGuard = 64;  // bytes on each side that must stay as they were
+            std::vector<char> storage(64 + kGuard + 64 + expected.size() + kGuard, 0x5a);
+            const size_t to_line = (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+            char* dst = storage.data() + to_line + kGuard + offset;
+            kernels::reduce(isa, dst, pointers(srcs), count, dtype, ReduceOp::sum,
+                            kernels::Store::streaming);
+            CHECK(std::memcmp(dst, expected.data(), expected.size()) == 0);
+            size_t touched = 0;
+            for (const char* c = storage.data(); c < dst; ++c) touched += *c != 0x5a;
+            for (const char* c = dst + expected.size(); c < storage.data() + storage.size(); ++c)
+              touched += *c != 0x5a;
+            CHECK(touched == 0);
+          }
+    }
+  }
+}
+
 TEST_CASE("bf16 sums round once to nearest even, overflow to infinity and keep NaN, on every set") {
   // {a, b, a + b} in bf16 bits; 43 elements reach the 32-wide, the 8-wide and the scalar paths.
   struct Case {
