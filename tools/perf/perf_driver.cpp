@@ -17,6 +17,7 @@
 #include "tools/perf/mpi_baseline.h"
 #include "tools/perf/perf_args.h"
 #include "tools/perf/perf_collective.h"
+#include "tools/perf/pile_up.h"
 #include "transports/shm/shared_host_memory.h"
 
 namespace seam::perf {
@@ -146,6 +147,7 @@ class Driver {
   /// Runs every row; returns the number of wrong elements.
   double run() {
     membw_ = measure_copy_bandwidth(comm_);
+    if (a_.pile_up) piled_on_ = pile_up_on_one_cpu(comm_);
     if (rank_ == 0) print_header();
     double wrong = 0;
     const size_t es = dtype_size(a_.dtype);
@@ -222,6 +224,9 @@ class Driver {
                 "the schedule tuner has settled), slowest rank; -c %d; seam/mpi and %%bound use "
                 "the out-of-place time\n",
                 a_.iters, a_.warmup, settled_warmup(a_.warmup), a_.check ? 1 : 0);
+    if (a_.pile_up)
+      std::printf("# -P 1: every rank's threads moved onto CPU %d after the set-up (-1: could not)\n",
+                  piled_on_);
     std::printf("# buffers: %s (both libraries run on them)\n",
                 a_.shared_memory ? "SharedHostMemory, -R 1 (Seam's zero-copy schedules)"
                                  : "plain host memory, -R 0");
@@ -273,6 +278,7 @@ class Driver {
   MpiBaseline& mpi_;
   int n_, rank_;
   CopyBandwidth membw_{};
+  int piled_on_ = -1;  // -P 1: the CPU every rank was moved onto
 };
 
 }  // namespace
