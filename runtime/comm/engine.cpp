@@ -219,7 +219,7 @@ void Engine::poll() {
 namespace {
 
 /// How long a relaxed spin holds the core between yields. Unpinned ranks that the scheduler
-/// puts on one core after set-up find out at the first yield (kYieldRanAnother), where each wait
+/// puts on one core after set-up find out within two yields (kYieldRanAnother), where each wait
 /// held the core for the whole relax window (SEAM_SPIN_US) before. Dev, 2 ranks moved onto one
 /// vCPU: 1 KiB all-gather 102 -> 2.6 us a call (a yield every 5 us alone: 12.5), 64 KiB
 /// all-reduce 8.6 us (7.5 on two vCPUs). Alone on its core the yield returns at once: 1 KiB-1 MiB
@@ -230,7 +230,7 @@ constexpr auto kRelaxedYield = std::chrono::microseconds(5);
 /// under 1 us). After kSharedCoreEvidence such yields in a row, waits yield at every turn for
 /// kSharedCoreYields. One is not enough: on the dev VM, mpirun's own processes ran in a yield
 /// at set-up often enough that the first 1 KiB calls of a binary then paid a yield at every turn
-/// (1 KiB all-reduce 1.3 against 0.3-0.4 Open MPI's time, in 2 of 20 binaries).
+/// (1 KiB all-reduce at 1.3x Open MPI's time instead of 0.3x, in 2 binaries of 20).
 constexpr auto kYieldRanAnother = std::chrono::microseconds(3);
 constexpr int kSharedCoreEvidence = 2;
 constexpr auto kSharedCoreYields = std::chrono::milliseconds(1);
@@ -264,8 +264,8 @@ void Engine::drive(WorkState& w) {
     // outnumber cores, the peer being waited for may need it (a spin that held it made 4 ranks
     // on 2 cores 8x slower over UCX); where they do not, the yield returns at once. Inside the
     // setting it yields every kRelaxedYield, for ranks that had cores of their own at set-up
-    // and that the scheduler put on one since; once a yield ran another task, at every turn
-    // for kSharedCoreYields.
+    // and that the scheduler put on one since; once yields ran other tasks, at every turn for
+    // kSharedCoreYields.
     if (now < spin_end) {
       if (now < relax_end && now < next_yield && now >= core_shared_until_) {
         cpu_relax();

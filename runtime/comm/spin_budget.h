@@ -8,7 +8,7 @@
 // peers were really busy: spinning could not have covered it) halves it back toward the
 // setting. SEAM_SPIN_US=0 never spins. The part beyond the setting yields the core at every
 // turn (Engine::drive), so ranks that share cores do not hold them; the setting's part yields
-// every 5 us, and at every turn for a while once a yield let another task run.
+// every 5 us, and at every turn for a while once yields let other tasks run.
 #pragma once
 
 #include <algorithm>
