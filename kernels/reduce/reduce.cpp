@@ -22,10 +22,8 @@ int dtype_slot(DType t) {
 
 const detail::IsaKernels& kernels_of(ReduceIsa isa) {
   switch (isa) {
-    case ReduceIsa::avx512: {
-      static const bool bf16 = __builtin_cpu_supports("avx512bf16");
-      return bf16 ? detail::avx512bf16_kernels : detail::avx512_kernels;
-    }
+    case ReduceIsa::avx512bf16: return detail::avx512bf16_kernels;
+    case ReduceIsa::avx512: return detail::avx512_kernels;
     case ReduceIsa::avx2: return detail::avx2_kernels;
     case ReduceIsa::generic: break;
   }
@@ -36,6 +34,8 @@ const detail::IsaKernels& kernels_of(ReduceIsa isa) {
 
 bool reduce_isa_supported(ReduceIsa isa) {
   switch (isa) {
+    case ReduceIsa::avx512bf16:
+      return reduce_isa_supported(ReduceIsa::avx512) && __builtin_cpu_supports("avx512bf16");
     case ReduceIsa::avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c");
@@ -48,14 +48,16 @@ bool reduce_isa_supported(ReduceIsa isa) {
 }
 
 ReduceIsa best_reduce_isa() {
-  static const ReduceIsa best = reduce_isa_supported(ReduceIsa::avx512) ? ReduceIsa::avx512
-                                : reduce_isa_supported(ReduceIsa::avx2) ? ReduceIsa::avx2
-                                                                        : ReduceIsa::generic;
+  static const ReduceIsa best = reduce_isa_supported(ReduceIsa::avx512bf16) ? ReduceIsa::avx512bf16
+                                : reduce_isa_supported(ReduceIsa::avx512)   ? ReduceIsa::avx512
+                                : reduce_isa_supported(ReduceIsa::avx2)     ? ReduceIsa::avx2
+                                                                            : ReduceIsa::generic;
   return best;
 }
 
 std::string_view reduce_isa_name(ReduceIsa isa) {
   switch (isa) {
+    case ReduceIsa::avx512bf16: return "avx512bf16";
     case ReduceIsa::avx512: return "avx512";
     case ReduceIsa::avx2: return "avx2";
     case ReduceIsa::generic: break;

@@ -13,7 +13,8 @@
 namespace seam::kernels {
 
 /// Instruction set a kernel runs with. best_reduce_isa() is the fastest this CPU supports.
-enum class ReduceIsa { generic, avx2, avx512 };
+/// avx512bf16: AVX-512 with its BF16 conversions (bf16 rounded by vcvtne2ps2bf16).
+enum class ReduceIsa { generic, avx2, avx512, avx512bf16 };
 ReduceIsa best_reduce_isa();
 std::string_view reduce_isa_name(ReduceIsa isa);
 /// Whether this CPU can run kernels built for `isa`.

@@ -18,7 +18,8 @@ namespace {
 constexpr DType kDtypes[] = {DType::f32, DType::f64, DType::i32, DType::bf16, DType::f16};
 constexpr ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::max, ReduceOp::min};
 constexpr kernels::ReduceIsa kIsas[] = {kernels::ReduceIsa::generic, kernels::ReduceIsa::avx2,
-                                        kernels::ReduceIsa::avx512};
+                                        kernels::ReduceIsa::avx512,
+                                        kernels::ReduceIsa::avx512bf16};
 
 template <class A>
 A apply(ReduceOp op, A a, A b) {
