@@ -271,10 +271,13 @@ void Engine::drive(WorkState& w) {
         cpu_relax();
       } else {
         sched_yield();
-        const auto back = Clock::now();
-        long_yields_ = back - now > kYieldRanAnother ? long_yields_ + 1 : 0;
-        if (long_yields_ >= kSharedCoreEvidence) core_shared_until_ = back + kSharedCoreYields;
-        next_yield = back + kRelaxedYield;
+        // Where every turn yields anyway (relax 0: ranks outnumber cores), no clock read.
+        if (relax.count() > 0) {
+          const auto back = Clock::now();
+          long_yields_ = back - now > kYieldRanAnother ? long_yields_ + 1 : 0;
+          if (long_yields_ >= kSharedCoreEvidence) core_shared_until_ = back + kSharedCoreYields;
+          next_yield = back + kRelaxedYield;
+        }
       }
       continue;
     }

@@ -6,9 +6,10 @@
 // others' take the gather): the ranks that disagree with the root (and a root that waits for
 // all) fail in the broadcast, every rank in its next call where some rank went eager, and the
 // communicator works after that. At two ranks, small broadcasts go as messages and the rank
-// that disagrees fails; ranks that disagree on the dtype of a gather both fail in it. With --straddle ROOT PEER (counts of floats), the root's and its peers'
-// counts lie on both sides of the size that parts messages from the shared-memory gather: every
-// rank fails at once and the communicator aborts (the ranks wait for one another otherwise).
+// that disagrees fails; ranks that disagree on the dtype of a gather both fail in it. With
+// --straddle ROOT PEER (counts of floats), the root's and its peers' counts lie on both sides of
+// the size that parts messages from the shared-memory gather: every rank fails at once and the
+// communicator aborts (the ranks wait for one another otherwise).
 #include <unistd.h>
 
 #include <algorithm>
