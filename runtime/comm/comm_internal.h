@@ -247,7 +247,7 @@ class CommunicatorImpl {
   /// A point-to-point operation (tag from the user, no sequence number).
   std::shared_ptr<WorkState> new_p2p(const char* op, uint32_t user_tag);
   /// Starts it and wraps it in a Work.
-  Work launch(const std::shared_ptr<WorkState>& w);
+  Work launch(std::shared_ptr<WorkState> w);
 
   /// Blocking exchange of `mine` among `group_members` (comm ranks, this rank among them) under
   /// `tag_base`; the result is indexed like group_members.

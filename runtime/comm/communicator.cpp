@@ -201,9 +201,9 @@ std::shared_ptr<WorkState> CommunicatorImpl::new_p2p(const char* op, uint32_t us
       OpGroup(*engine, members, rank, tags::make(ctx, tags::p2p, user_tag), ctx, transport, hosts));
 }
 
-Work CommunicatorImpl::launch(const std::shared_ptr<WorkState>& w) {
+Work CommunicatorImpl::launch(std::shared_ptr<WorkState> w) {
   engine->start(w);
-  return Work(w);
+  return Work(std::move(w));
 }
 
 // ---- Communicator ---------------------------------------------------------------------------
@@ -404,13 +404,13 @@ using collectives::check_rank;
 Work Communicator::all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) {
   auto w = impl_->new_collective(collectives::Collective::all_reduce, dtype, op);
   w->task = collectives::all_reduce(w->group, send, recv, count, dtype, op);
-  return impl_->launch(w);
+  return impl_->launch(std::move(w));
 }
 
 Work Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DType dtype, ReduceOp op) {
   auto w = impl_->new_collective(collectives::Collective::reduce_scatter, dtype, op);
   w->task = collectives::reduce_scatter(w->group, send, recv, recv_count, dtype, op);
-  return impl_->launch(w);
+  return impl_->launch(std::move(w));
 }
 
 Work Communicator::reduce_scatterv(const void* send, void* recv, std::span<const size_t> counts, DType dtype,
@@ -419,13 +419,13 @@ Work Communicator::reduce_scatterv(const void* send, void* recv, std::span<const
   auto w = impl_->new_collective(collectives::Collective::reduce_scatterv, dtype, op);
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::reduce_scatterv(w->group, send, recv, w->counts, dtype, op);
-  return impl_->launch(w);
+  return impl_->launch(std::move(w));
 }
 
 Work Communicator::all_gather(const void* send, void* recv, size_t send_count, DType dtype) {
   auto w = impl_->new_collective(collectives::Collective::all_gather, dtype);
   w->task = collectives::all_gather(w->group, send, recv, send_count, dtype);
-  return impl_->launch(w);
+  return impl_->launch(std::move(w));
 }
 
 Work Communicator::all_gatherv(const void* send, void* recv, std::span<const size_t> counts, DType dtype) {
@@ -433,14 +433,14 @@ Work Communicator::all_gatherv(const void* send, void* recv, std::span<const siz
   auto w = impl_->new_collective(collectives::Collective::all_gatherv, dtype);
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::all_gatherv(w->group, send, recv, w->counts, dtype);
-  return impl_->launch(w);
+  return impl_->launch(std::move(w));
 }
 
 Work Communicator::broadcast(void* buffer, size_t count, DType dtype, int root) {
   check_rank("broadcast", "root", size(), root);
   auto w = impl_->new_collective(collectives::Collective::broadcast, dtype);
   w->task = collectives::broadcast(w->group, buffer, count, dtype, root);
-  return impl_->launch(w);
+  return impl_->launch(std::move(w));
 }
 
 Work Communicator::scatterv(const void* send, void* recv, std::span<const size_t> counts, DType dtype, int root) {
@@ -449,27 +449,27 @@ Work Communicator::scatterv(const void* send, void* recv, std::span<const size_t
   auto w = impl_->new_collective(collectives::Collective::scatterv, dtype);
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::scatterv(w->group, send, recv, w->counts, dtype, root);
-  return impl_->launch(w);
+  return impl_->launch(std::move(w));
 }
 
 Work Communicator::barrier() {
   auto w = impl_->new_collective(collectives::Collective::barrier, DType::u8);
   w->task = collectives::barrier(w->group);
-  return impl_->launch(w);
+  return impl_->launch(std::move(w));
 }
 
 Work Communicator::send(const void* data, size_t bytes, int peer, uint32_t tag) {
   check_rank("send", "peer", size(), peer);
   auto w = impl_->new_p2p("send", tag);
   w->request = w->group.isend(peer, 0, data, bytes);
-  return impl_->launch(w);
+  return impl_->launch(std::move(w));
 }
 
 Work Communicator::recv(void* data, size_t bytes, int peer, uint32_t tag) {
   check_rank("recv", "peer", size(), peer);
   auto w = impl_->new_p2p("recv", tag);
   w->request = w->group.irecv(peer, 0, data, bytes);
-  return impl_->launch(w);
+  return impl_->launch(std::move(w));
 }
 
 }  // namespace seam::comm
