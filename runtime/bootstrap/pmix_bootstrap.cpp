@@ -43,7 +43,7 @@ class PmixBootstrap final : public Bootstrap {
     if (rc != PMIX_SUCCESS || !val) throw CommError(pmix_error("PMIx_Get(job size)", rc));
     size_ = static_cast<int>(val->type == PMIX_UINT32 ? val->data.uint32 : val->data.integer);
     PMIX_VALUE_RELEASE(val);
-    log().debug("bootstrap: pmix namespace {} rank {} of {}", me_.nspace, rank_, size_);
+    SEAM_LOG_DEBUG("bootstrap: pmix namespace {} rank {} of {}", me_.nspace, rank_, size_);
   }
 
   ~PmixBootstrap() override {

@@ -308,7 +308,7 @@ StoreServer::StoreServer(const std::string& addr, int world_size, std::string to
   set_nonblocking(state_->listen_fd);
   if (pipe2(state_->wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) throw CommError("seam store: pipe failed");
   state_->thread = std::thread([s = state_.get()] { s->run(); });
-  log().debug("seam store: serving {} ranks on {}", world_size, addr);
+  SEAM_LOG_DEBUG("seam store: serving {} ranks on {}", world_size, addr);
 }
 
 StoreServer::~StoreServer() {
@@ -658,7 +658,7 @@ class StoreBootstrap final : public Bootstrap {
   explicit StoreBootstrap(const StoreBootstrapOptions& o) : o_(o) {
     if (o.rank == 0) server_ = std::make_unique<StoreServer>(o.addr, o.world_size, o.token);
     client_ = std::make_unique<StoreClient>(o.addr, o.rank, o.token, o.timeout);
-    log().debug("bootstrap: tcp store at {}, rank {} of {}", o.addr, o.rank, o.world_size);
+    SEAM_LOG_DEBUG("bootstrap: tcp store at {}, rank {} of {}", o.addr, o.rank, o.world_size);
   }
   ~StoreBootstrap() override { finish(); }
 

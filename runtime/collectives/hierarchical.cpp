@@ -84,10 +84,10 @@ struct HostViews {
 
 void log_phases(std::string_view collective, const HostViews& v, Algorithm network) {
   if (v.layout.per_host > 0)
-    log().debug("{}: hierarchical over {} hosts of {} ranks: shm on the host, {} over the network",
+    SEAM_LOG_DEBUG("{}: hierarchical over {} hosts of {} ranks: shm on the host, {} over the network",
                 collective, v.layout.hosts, v.layout.per_host, algorithm_name(network));
   else
-    log().debug("{}: hierarchical over {} uneven hosts (the fewest ranks {}): shm on the host, {} "
+    SEAM_LOG_DEBUG("{}: hierarchical over {} uneven hosts (the fewest ranks {}): shm on the host, {} "
                 "over the network", collective, v.layout.hosts, v.layout.fewest, algorithm_name(network));
 }
 

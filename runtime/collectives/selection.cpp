@@ -1,6 +1,7 @@
 #include "runtime/collectives/selection.h"
 
 #include <atomic>
+#include <optional>
 
 #include "layouts/config.h"
 #include "layouts/errors.h"
@@ -56,6 +57,30 @@ bool broadcast_by_messages(int ranks, size_t bytes) {
 
 std::atomic<Algorithm> last{Algorithm::direct};  // read by another thread at most, for display
 
+/// SEAM_ALGO, named once per process (the configuration is read once): every call consults it,
+/// and a string comparison per name cost a small call tens of nanoseconds.
+struct ForcedAlgorithm {
+  std::optional<Algorithm> algorithm;  ///< empty: SEAM_ALGO unset, or a name no schedule has
+  bool unknown = false;                ///< SEAM_ALGO names no schedule: every call throws
+  bool message() const {
+    return algorithm == Algorithm::direct || algorithm == Algorithm::ring ||
+           algorithm == Algorithm::halving;
+  }
+};
+
+const ForcedAlgorithm& forced_algorithm() {
+  static const ForcedAlgorithm forced = [] {
+    const std::string& name = Config::get().algorithm;
+    ForcedAlgorithm f;
+    for (Algorithm a : {Algorithm::direct, Algorithm::ring, Algorithm::halving, Algorithm::shm,
+                        Algorithm::hierarchical})
+      if (name == algorithm_name(a)) f.algorithm = a;
+    f.unknown = !name.empty() && !f.algorithm;
+    return f;
+  }();
+  return forced;
+}
+
 }  // namespace
 
 std::string_view collective_name(Collective c) {
@@ -84,10 +109,9 @@ std::string_view algorithm_name(Algorithm a) {
 }
 
 Algorithm message_algorithm(Collective c, size_t bytes, int ranks) {
-  const std::string& forced = Config::get().algorithm;
-  if (forced == "direct") return Algorithm::direct;
-  if (forced == "ring") return Algorithm::ring;
-  if (forced == "halving" && c == Collective::all_reduce) return Algorithm::halving;
+  const std::optional<Algorithm> forced = forced_algorithm().algorithm;
+  if (forced == Algorithm::direct || forced == Algorithm::ring) return *forced;
+  if (forced == Algorithm::halving && c == Collective::all_reduce) return Algorithm::halving;
   size_t small = Config::get().small_msg_bytes ? Config::get().small_msg_bytes
                                                : kDefaultSmallMessageBytes;
   if (c == Collective::all_reduce && ranks >= kHalvingRanks) {
@@ -97,17 +121,12 @@ Algorithm message_algorithm(Collective c, size_t bytes, int ranks) {
   return bytes <= small ? Algorithm::direct : Algorithm::ring;
 }
 
-bool message_schedule_forced() {
-  const std::string& forced = Config::get().algorithm;
-  return forced == "direct" || forced == "ring" || forced == "halving";
-}
+bool message_schedule_forced() { return forced_algorithm().message(); }
 
 Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_view transport,
                            bool two_level) {
-  const std::string& forced = Config::get().algorithm;
-  if (!forced.empty() && forced != "direct" && forced != "ring" && forced != "halving" &&
-      forced != "shm" && forced != "hierarchical")
-    throw ValueError("SEAM_ALGO: unknown algorithm '" + forced +
+  if (forced_algorithm().unknown)
+    throw ValueError("SEAM_ALGO: unknown algorithm '" + Config::get().algorithm +
                      "' (direct, ring, halving, shm or hierarchical)");
   // scatterv and barrier have one schedule each.
   if (c == Collective::scatterv || c == Collective::barrier) return Algorithm::direct;
@@ -125,7 +144,7 @@ Algorithm choose_algorithm(Collective c, int ranks, size_t bytes, std::string_vi
 Algorithm select_algorithm(Collective c, const Group& g, size_t bytes, size_t count, DType dtype) {
   Algorithm chosen = choose_algorithm(c, g.size(), bytes, g.transport_name(), two_level_fits(c, g));
   note_algorithm(chosen);
-  log().debug("{}: algorithm={} count={} dtype={} ranks={} transport={}", collective_name(c),
+  SEAM_LOG_DEBUG("{}: algorithm={} count={} dtype={} ranks={} transport={}", collective_name(c),
               algorithm_name(chosen), count, dtype_name(dtype), g.size(), g.transport_name());
   return chosen;
 }

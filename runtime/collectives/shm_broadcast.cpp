@@ -131,7 +131,7 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
       std::exception_ptr mismatch;
       try {
         if (eager) {
-          log().debug("broadcast: shm schedule slots-eager ({} B)", bytes);
+          SEAM_LOG_DEBUG("broadcast: shm schedule slots-eager ({} B)", bytes);
           comm::Task call = eager_broadcast(g, *region, buffer, count, dtype, root);
           co_await comm::run(call);
           region.finish();
@@ -157,7 +157,7 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
     region.finish();
   }
   const Algorithm a = message_algorithm(Collective::broadcast, bytes, g.size());
-  log().debug("broadcast: as messages, {} ({} B)", algorithm_name(a), bytes);
+  SEAM_LOG_DEBUG("broadcast: as messages, {} ({} B)", algorithm_name(a), bytes);
   note_algorithm(a);
   // More ranks than cores: a peer of these messages watches for the marker of a root that took
   // the gather. (At two ranks the marker went first.)

@@ -137,7 +137,7 @@ comm::Task set_up(Group& g, ShmRegion& region) {
                                       (fast ? kSingleCopyPreferred : 0) |
                                       (n > CPU_COUNT(&cores) ? kOversubscribed : 0));
     verdict.cores = static_cast<uint16_t>(CPU_COUNT(&cores));
-    log().debug("shared-memory set-up: the kernel's cross-process copy runs at {:.2f}x memcpy ({})",
+    SEAM_LOG_DEBUG("shared-memory set-up: the kernel's cross-process copy runs at {:.2f}x memcpy ({})",
                 shm::kernel_copy_speed_ratio(), fast ? "fast" : "slow");
     std::vector<transport::RequestPtr> verdicts;
     for (int p = 1; p < n; ++p) verdicts.push_back(g.isend(p, kSetupStep, &verdict, sizeof verdict));
@@ -156,14 +156,14 @@ comm::Task set_up(Group& g, ShmRegion& region) {
   }
   region.decide(verdict.flags & kSingleCopyAllowed, verdict.flags & kSingleCopyPreferred,
                 verdict.flags & kOversubscribed, verdict.cores);
-  log().debug("shared-memory region for {} ranks: {} KiB slots, single-copy reads {}, {}", n,
+  SEAM_LOG_DEBUG("shared-memory region for {} ranks: {} KiB slots, single-copy reads {}, {}", n,
               region.slot_bytes() / 1024,
               region.single_copy_preferred() ? "allowed and preferred"
               : region.single_copy()         ? "allowed, not preferred"
                                              : "not allowed",
               region.oversubscribed() ? "more ranks than cores (waits yield)" : "a core each");
   if (region.helper_threads() > 0)
-    log().debug("shared-memory region for {} ranks on {} cores: {} helper thread(s) a rank for "
+    SEAM_LOG_DEBUG("shared-memory region for {} ranks on {} cores: {} helper thread(s) a rank for "
                 "large calls", n, verdict.cores, region.helper_threads());
 }
 

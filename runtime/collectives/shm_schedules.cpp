@@ -103,7 +103,7 @@ ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes
   if (single_copy && region.single_copy_preferred() && region.oversubscribed() &&
       kind == Kind::all_gather && bytes >= kSingleCopyBytes &&
       store_for(bytes, region.ranks(), false) == kernels::Store::cached) {
-    log().debug("all_gather: more ranks than cores: single-copy untuned ({} B)", bytes);
+    SEAM_LOG_DEBUG("all_gather: more ranks than cores: single-copy untuned ({} B)", bytes);
     pinned.schedule = Schedule::single_copy;
     return pinned;
   }
@@ -271,7 +271,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   const ZeroCopyHandles handles{zero_copy_handle(send, count * es, count * es),
                                 zero_copy_handle(recv, count * es, count * es)};
   if (handles.send && handles.recv) {
-    log().debug("all_reduce: shm schedule zero-copy ({} B in SharedHostMemory)", count * es);
+    SEAM_LOG_DEBUG("all_reduce: shm schedule zero-copy ({} B in SharedHostMemory)", count * es);
     comm::Task reduce = zero_copy_all_reduce(g, *region, send, recv, handles, count, dtype, op);
     co_await comm::run(reduce);
     region.finish();
@@ -279,7 +279,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   }
   const ScheduleTuner::Choice choice = choose_schedule(*region, Kind::all_reduce, count * es);
   if (choice.schedule == Schedule::single_copy) {
-    log().debug("all_reduce: shm schedule single-copy shares ({} B)", count * es);
+    SEAM_LOG_DEBUG("all_reduce: shm schedule single-copy shares ({} B)", count * es);
     comm::Task reduce = single_copy_all_reduce(
         g, region, send, recv, count, dtype, op,
         signature_of(Collective::all_reduce, dtype, op, count, ShmVariant::single_copy));
@@ -294,7 +294,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   // every rank copies all shares. n times less reading than every rank folding everything, for
   // one more flag wait per round.
   const bool in_shares = all_reduce_in_shares(count * es, n, choice.schedule);
-  log().debug("all_reduce: shm schedule slots, {} ({} B)",
+  SEAM_LOG_DEBUG("all_reduce: shm schedule slots, {} ({} B)",
               in_shares ? "in shares" : "every rank folding the whole buffer", count * es);
   BufferExchange exchange(
       g, *region,
@@ -377,7 +377,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   const auto off = block_offsets(counts);
   const size_t total = off.back();
   if (const uint64_t send_handle = zero_copy_handle(send, total * es, total * es)) {
-    log().debug("{}: shm schedule zero-copy ({} B in SharedHostMemory)", collective, total * es);
+    SEAM_LOG_DEBUG("{}: shm schedule zero-copy ({} B in SharedHostMemory)", collective, total * es);
     const ZeroCopyHandles handles{send_handle, zero_copy_handle(out, counts[me] * es, total * es)};
     comm::Task reduce =
         zero_copy_reduce_scatter(g, *region, collective, send, out, handles, counts, dtype, op);
@@ -388,7 +388,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   const ScheduleTuner::Choice choice =
       choose_schedule(*region, Kind::reduce_scatter, total * es);
   if (choice.schedule == Schedule::single_copy) {
-    log().debug("{}: shm schedule single-copy ({} B)", collective, total * es);
+    SEAM_LOG_DEBUG("{}: shm schedule single-copy ({} B)", collective, total * es);
     comm::Task reduce = single_copy_reduce_scatter(
         g, region, collective, send, out, counts, dtype, op,
         signature_of(Collective::reduce_scatterv, dtype, op, counts, ShmVariant::single_copy));
@@ -397,7 +397,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
     co_return;
   }
   const bool balanced = folds_even_shares(counts);
-  log().debug("{}: shm schedule slots, {} ({} B)", collective,
+  SEAM_LOG_DEBUG("{}: shm schedule slots, {} ({} B)", collective,
               balanced ? "even shares of all blocks" : "each rank its own block", total * es);
   // Each round a rank's slot holds a piece of every block (the own one only when balanced);
   // pieces round up, so leave room for one extra element per block.
@@ -578,7 +578,7 @@ comm::Task shm_all_gather_on(Group& g, RegionLease& region, std::string_view col
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
   if (const uint64_t recv_handle = zero_copy_handle(recv, off.back() * es, off.back() * es)) {
-    log().debug("{}: shm schedule zero-copy ({} B in SharedHostMemory)", collective, off.back() * es);
+    SEAM_LOG_DEBUG("{}: shm schedule zero-copy ({} B in SharedHostMemory)", collective, off.back() * es);
     comm::Task gather =
         zero_copy_all_gather(g, *region, collective, send, recv, recv_handle, counts, dtype);
     co_await comm::run(gather);
@@ -594,14 +594,14 @@ comm::Task shm_all_gather_on(Group& g, RegionLease& region, std::string_view col
       signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, counts,
                    single_copy ? ShmVariant::single_copy : ShmVariant::slots);
   if (single_copy) {
-    log().debug("{}: shm schedule single-copy ({} B)", collective, off.back() * es);
+    SEAM_LOG_DEBUG("{}: shm schedule single-copy ({} B)", collective, off.back() * es);
     comm::Task gather =
         single_copy_all_gather(g, region, collective, send, recv, counts, dtype, signature);
     co_await comm::run(gather);
     region.finish(choice);
     co_return;
   }
-  log().debug("{}: shm schedule slots ({} B)", collective, off.back() * es);
+  SEAM_LOG_DEBUG("{}: shm schedule slots ({} B)", collective, off.back() * es);
   const size_t largest = *std::max_element(counts.begin(), counts.end());
   const uint64_t rounds = rounds_for(largest, region->slot_bytes() / es);
   const Pieces pieces = cut(counts, rounds);

@@ -82,7 +82,7 @@ void ScheduleTuner::done(const Choice& choice) {
   const Schedule verdict = decide(typical, choice.fallback);
   table_[choice.entry].store(static_cast<uint8_t>(static_cast<int>(verdict) + 1),
                              std::memory_order_release);
-  log().debug("{}: calls of {} KiB to {} KiB take {} (median ns/B: slots {}, single-copy {}, "
+  SEAM_LOG_DEBUG("{}: calls of {} KiB to {} KiB take {} (median ns/B: slots {}, single-copy {}, "
               "slots-whole {})",
               kind_name(choice.entry), (kFromBytes << (choice.entry % kClasses)) / 1024,
               (kFromBytes << (choice.entry % kClasses + 1)) / 1024, shm_variant_name(verdict),

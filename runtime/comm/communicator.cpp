@@ -297,7 +297,7 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
   if (log().should_log(spdlog::level::debug)) {
     std::string peers;
     for (int r = 0; r < size; ++r) peers += (r ? ", " : "") + std::to_string(r) + ":" + per_peer[static_cast<size_t>(r)];
-    log().debug("world: rank {} of {} on host '{}', bootstrap {}, transport {}; per peer: {}; {}",
+    SEAM_LOG_DEBUG("world: rank {} of {} on host '{}', bootstrap {}, transport {}; per peer: {}; {}",
                 rank, size, hosts[static_cast<size_t>(rank)], bs->kind(), name, peers,
                 oversubscribed ? "more ranks than cores on this machine (waits yield)" : "a core each");
   }
@@ -356,7 +356,7 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
   im.engine->reserve_contexts(ctx + 1);
   auto members = std::make_shared<std::vector<int>>();
   for (int r : sub) members->push_back((*im.members)[static_cast<size_t>(r)]);
-  log().debug("group: ranks {} -> communicator {} (rank {} of {})", sub.size(), ctx, pos, sub.size());
+  SEAM_LOG_DEBUG("group: ranks {} -> communicator {} (rank {} of {})", sub.size(), ctx, pos, sub.size());
   return std::make_shared<Communicator>(std::make_unique<CommunicatorImpl>(im.engine, members, static_cast<int>(pos), ctx));
 }
 
@@ -390,7 +390,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
     if (r == im.rank) my = static_cast<int>(members->size());
     members->push_back((*im.members)[static_cast<size_t>(r)]);
   }
-  log().debug("split: color {} key {} -> communicator {} (rank {} of {})", color, key, ctx, my, members->size());
+  SEAM_LOG_DEBUG("split: color {} key {} -> communicator {} (rank {} of {})", color, key, ctx, my, members->size());
   return std::make_shared<Communicator>(std::make_unique<CommunicatorImpl>(im.engine, members, my, ctx));
 }
 

@@ -241,7 +241,7 @@ class ShmTransportImpl final : public ShmTransport {
       p.completed_send->complete();
       if (i != me_) {
         p.pidfd = static_cast<int>(syscall(SYS_pidfd_open, p.pid, 0));
-        log().debug("shm: local peer rank {} pid {}", p.world_rank, p.pid);
+        SEAM_LOG_DEBUG("shm: local peer rank {} pid {}", p.world_rank, p.pid);
         // A first pass through a ring would otherwise pay a page fault in each process for
         // every page a message reaches (dev, 2 ranks, broadcast as one message, median of 20
         // calls after 21: 4 KiB 2.0-2.2 us against 0.59, 16 KiB 6.6-6.7 against 1.9).
@@ -619,7 +619,7 @@ class ShmTransportImpl final : public ShmTransport {
     if (origin < 0 || abort_seen_) return;
     abort_seen_ = true;
     const std::string why = abort_notice(origin);
-    log().debug("{}", why);
+    SEAM_LOG_DEBUG("{}", why);
     for (auto& p : peers_) {
       if (p.world_rank == rank_ || p.dead) continue;
       pump_in(p);
@@ -714,7 +714,10 @@ class ShmTransportImpl final : public ShmTransport {
     Incoming& in = p.in;
     // A peer that finished and exited is no failure unless something still waits on it.
     const bool matters = in.active || !in.posted.empty() || !p.out.queue.empty() || !p.out.awaiting_ack.empty();
-    (matters ? log().warn("{}", p.death) : log().debug("{}", p.death));
+    if (matters)
+      log().warn("{}", p.death);
+    else
+      SEAM_LOG_DEBUG("{}", p.death);
     if (in.active) {
       if (in.target) in.target->fail(p.death + " in the middle of a message to rank " + std::to_string(rank_));
       if (in.buffer) in.unexpected.remove_if([&](const Unexpected& u) { return &u == in.buffer; });
@@ -855,7 +858,7 @@ std::unique_ptr<ShmTransport> ShmTransport::create(transport::AddressExchange& e
       throw CommError("seam shm: rank " + std::to_string(r) + " could not map the shared segment: " + v, r);
     if (v == "ok0") cma_ok = false;
   }
-  log().debug("shm: {} local ranks, {}-byte rings, single-copy (CMA) from {} bytes", n, ring_bytes,
+  SEAM_LOG_DEBUG("shm: {} local ranks, {}-byte rings, single-copy (CMA) from {} bytes", n, ring_bytes,
               cma_ok ? std::to_string(cma_threshold) : std::string("never"));
   return std::make_unique<ShmTransportImpl>(rank, exchange.size(), std::move(local), std::move(seg),
                                             std::move(pids), timeout, cma_ok ? cma_threshold : 0);

@@ -128,7 +128,7 @@ class UcxTransportImpl final : public UcxTransport {
     if (!same_host_traffic && std::getenv("UCX_RNDV_THRESH") == nullptr && tcp_only_network()) {
       s = ucp_config_modify(config, "RNDV_THRESH", kTcpEagerBelow);
       if (s == UCS_OK)
-        log().debug("ucx: TCP is the only network: messages under {} bytes go eager", kTcpEagerBelow);
+        SEAM_LOG_DEBUG("ucx: TCP is the only network: messages under {} bytes go eager", kTcpEagerBelow);
       else
         log().warn("ucx: cannot set RNDV_THRESH={}: {}", kTcpEagerBelow, status_text(s));
     }
@@ -183,7 +183,7 @@ class UcxTransportImpl final : public UcxTransport {
                         r);
     }
     post_abort_receive();
-    log().debug("ucx: rank {} of {}: worker address {} bytes, {} endpoints", rank_, size_, mine.size(), size_);
+    SEAM_LOG_DEBUG("ucx: rank {} of {}: worker address {} bytes, {} endpoints", rank_, size_, mine.size(), size_);
   }
 
   void shutdown() {
@@ -379,7 +379,7 @@ class UcxTransportImpl final : public UcxTransport {
     const auto nl = notice.find('\n');
     const std::string why = "seam ucx: rank " + notice.substr(0, nl) + " aborted the job: " +
                             (nl == std::string::npos ? std::string() : notice.substr(nl + 1));
-    log().debug("{}", why);
+    SEAM_LOG_DEBUG("{}", why);
     for (auto& p : t->peers_)
       if (p.rank != t->rank_) t->mark_dead(p, why);
   }
@@ -416,7 +416,10 @@ class UcxTransportImpl final : public UcxTransport {
     if (p.dead) return;
     p.dead = true;
     p.death = why;
-    (p.pending ? log().warn("{}", why) : log().debug("{}", why));
+    if (p.pending)
+      log().warn("{}", why);
+    else
+      SEAM_LOG_DEBUG("{}", why);
     // Fail what is pending now; cancel receives so UCX never writes into them later (a cancel
     // may call back and unlink at once, hence the copy).
     std::vector<std::shared_ptr<UcxRequest>> pending;
