@@ -84,11 +84,12 @@ struct HostViews {
 
 void log_phases(std::string_view collective, const HostViews& v, Algorithm network) {
   if (v.layout.per_host > 0)
-    SEAM_LOG_DEBUG("{}: hierarchical over {} hosts of {} ranks: shm on the host, {} over the network",
-                collective, v.layout.hosts, v.layout.per_host, algorithm_name(network));
+    SEAM_LOG_DEBUG("{}: hierarchical over {} hosts of {} ranks: shm on the host, {} over the "
+                   "network", collective, v.layout.hosts, v.layout.per_host, algorithm_name(network));
   else
-    SEAM_LOG_DEBUG("{}: hierarchical over {} uneven hosts (the fewest ranks {}): shm on the host, {} "
-                "over the network", collective, v.layout.hosts, v.layout.fewest, algorithm_name(network));
+    SEAM_LOG_DEBUG("{}: hierarchical over {} uneven hosts (the fewest ranks {}): shm on the host, "
+                   "{} over the network",
+                   collective, v.layout.hosts, v.layout.fewest, algorithm_name(network));
 }
 
 /// A reduce-scatter's or gather's blocks in host order: host h's ranks' blocks together, in rank

@@ -145,7 +145,7 @@ Algorithm select_algorithm(Collective c, const Group& g, size_t bytes, size_t co
   Algorithm chosen = choose_algorithm(c, g.size(), bytes, g.transport_name(), two_level_fits(c, g));
   note_algorithm(chosen);
   SEAM_LOG_DEBUG("{}: algorithm={} count={} dtype={} ranks={} transport={}", collective_name(c),
-              algorithm_name(chosen), count, dtype_name(dtype), g.size(), g.transport_name());
+                 algorithm_name(chosen), count, dtype_name(dtype), g.size(), g.transport_name());
   return chosen;
 }
 

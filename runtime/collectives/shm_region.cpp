@@ -138,7 +138,7 @@ comm::Task set_up(Group& g, ShmRegion& region) {
                                       (n > CPU_COUNT(&cores) ? kOversubscribed : 0));
     verdict.cores = static_cast<uint16_t>(CPU_COUNT(&cores));
     SEAM_LOG_DEBUG("shared-memory set-up: the kernel's cross-process copy runs at {:.2f}x memcpy ({})",
-                shm::kernel_copy_speed_ratio(), fast ? "fast" : "slow");
+                   shm::kernel_copy_speed_ratio(), fast ? "fast" : "slow");
     std::vector<transport::RequestPtr> verdicts;
     for (int p = 1; p < n; ++p) verdicts.push_back(g.isend(p, kSetupStep, &verdict, sizeof verdict));
     co_await comm::all_of(std::move(verdicts));
@@ -157,14 +157,14 @@ comm::Task set_up(Group& g, ShmRegion& region) {
   region.decide(verdict.flags & kSingleCopyAllowed, verdict.flags & kSingleCopyPreferred,
                 verdict.flags & kOversubscribed, verdict.cores);
   SEAM_LOG_DEBUG("shared-memory region for {} ranks: {} KiB slots, single-copy reads {}, {}", n,
-              region.slot_bytes() / 1024,
-              region.single_copy_preferred() ? "allowed and preferred"
-              : region.single_copy()         ? "allowed, not preferred"
+                 region.slot_bytes() / 1024,
+                 region.single_copy_preferred() ? "allowed and preferred"
+                 : region.single_copy()         ? "allowed, not preferred"
                                              : "not allowed",
-              region.oversubscribed() ? "more ranks than cores (waits yield)" : "a core each");
+                 region.oversubscribed() ? "more ranks than cores (waits yield)" : "a core each");
   if (region.helper_threads() > 0)
     SEAM_LOG_DEBUG("shared-memory region for {} ranks on {} cores: {} helper thread(s) a rank for "
-                "large calls", n, verdict.cores, region.helper_threads());
+                   "large calls", n, verdict.cores, region.helper_threads());
 }
 
 }  // namespace

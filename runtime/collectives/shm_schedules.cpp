@@ -295,7 +295,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   // one more flag wait per round.
   const bool in_shares = all_reduce_in_shares(count * es, n, choice.schedule);
   SEAM_LOG_DEBUG("all_reduce: shm schedule slots, {} ({} B)",
-              in_shares ? "in shares" : "every rank folding the whole buffer", count * es);
+                 in_shares ? "in shares" : "every rank folding the whole buffer", count * es);
   BufferExchange exchange(
       g, *region,
       signature_of(Collective::all_reduce, dtype, op, count,
@@ -398,7 +398,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   }
   const bool balanced = folds_even_shares(counts);
   SEAM_LOG_DEBUG("{}: shm schedule slots, {} ({} B)", collective,
-              balanced ? "even shares of all blocks" : "each rank its own block", total * es);
+                 balanced ? "even shares of all blocks" : "each rank its own block", total * es);
   // Each round a rank's slot holds a piece of every block (the own one only when balanced);
   // pieces round up, so leave room for one extra element per block.
   const uint64_t rounds = rounds_for(total, region->slot_bytes() / es - n);

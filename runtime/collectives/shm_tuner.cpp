@@ -83,10 +83,10 @@ void ScheduleTuner::done(const Choice& choice) {
   table_[choice.entry].store(static_cast<uint8_t>(static_cast<int>(verdict) + 1),
                              std::memory_order_release);
   SEAM_LOG_DEBUG("{}: calls of {} KiB to {} KiB take {} (median ns/B: slots {}, single-copy {}, "
-              "slots-whole {})",
-              kind_name(choice.entry), (kFromBytes << (choice.entry % kClasses)) / 1024,
-              (kFromBytes << (choice.entry % kClasses + 1)) / 1024, shm_variant_name(verdict),
-              shown(typical[0]), shown(typical[1]), shown(typical[2]));
+                 "slots-whole {})",
+                 kind_name(choice.entry), (kFromBytes << (choice.entry % kClasses)) / 1024,
+                 (kFromBytes << (choice.entry % kClasses + 1)) / 1024, shm_variant_name(verdict),
+                 shown(typical[0]), shown(typical[1]), shown(typical[2]));
 }
 
 ScheduleTuner::Schedule ScheduleTuner::decide(const double (&typical)[kSchedules],

@@ -297,7 +297,7 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
   if (log().should_log(spdlog::level::debug)) {
     std::string peers;
     for (int r = 0; r < size; ++r) peers += (r ? ", " : "") + std::to_string(r) + ":" + per_peer[static_cast<size_t>(r)];
-    SEAM_LOG_DEBUG("world: rank {} of {} on host '{}', bootstrap {}, transport {}; per peer: {}; {}",
+    log().debug("world: rank {} of {} on host '{}', bootstrap {}, transport {}; per peer: {}; {}",
                 rank, size, hosts[static_cast<size_t>(rank)], bs->kind(), name, peers,
                 oversubscribed ? "more ranks than cores on this machine (waits yield)" : "a core each");
   }

@@ -859,7 +859,7 @@ std::unique_ptr<ShmTransport> ShmTransport::create(transport::AddressExchange& e
     if (v == "ok0") cma_ok = false;
   }
   SEAM_LOG_DEBUG("shm: {} local ranks, {}-byte rings, single-copy (CMA) from {} bytes", n, ring_bytes,
-              cma_ok ? std::to_string(cma_threshold) : std::string("never"));
+                 cma_ok ? std::to_string(cma_threshold) : std::string("never"));
   return std::make_unique<ShmTransportImpl>(rank, exchange.size(), std::move(local), std::move(seg),
                                             std::move(pids), timeout, cma_ok ? cma_threshold : 0);
 }
