@@ -160,7 +160,7 @@ comm::Task set_up(Group& g, ShmRegion& region) {
                  region.slot_bytes() / 1024,
                  region.single_copy_preferred() ? "allowed and preferred"
                  : region.single_copy()         ? "allowed, not preferred"
-                                             : "not allowed",
+                                                : "not allowed",
                  region.oversubscribed() ? "more ranks than cores (waits yield)" : "a core each");
   if (region.helper_threads() > 0)
     SEAM_LOG_DEBUG("shared-memory region for {} ranks on {} cores: {} helper thread(s) a rank for "

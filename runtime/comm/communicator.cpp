@@ -356,7 +356,8 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
   im.engine->reserve_contexts(ctx + 1);
   auto members = std::make_shared<std::vector<int>>();
   for (int r : sub) members->push_back((*im.members)[static_cast<size_t>(r)]);
-  SEAM_LOG_DEBUG("group: ranks {} -> communicator {} (rank {} of {})", sub.size(), ctx, pos, sub.size());
+  SEAM_LOG_DEBUG("group: ranks {} -> communicator {} (rank {} of {})", sub.size(), ctx, pos,
+                 sub.size());
   return std::make_shared<Communicator>(std::make_unique<CommunicatorImpl>(im.engine, members, static_cast<int>(pos), ctx));
 }
 
@@ -390,7 +391,8 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
     if (r == im.rank) my = static_cast<int>(members->size());
     members->push_back((*im.members)[static_cast<size_t>(r)]);
   }
-  SEAM_LOG_DEBUG("split: color {} key {} -> communicator {} (rank {} of {})", color, key, ctx, my, members->size());
+  SEAM_LOG_DEBUG("split: color {} key {} -> communicator {} (rank {} of {})", color, key, ctx,
+                 my, members->size());
   return std::make_shared<Communicator>(std::make_unique<CommunicatorImpl>(im.engine, members, my, ctx));
 }
 
