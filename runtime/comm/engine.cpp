@@ -299,7 +299,7 @@ void Engine::drive(WorkState& w) {
     auto left = std::chrono::duration_cast<std::chrono::microseconds>(w.deadline - now);
     transport_->wait_for_activity(std::clamp(left, std::chrono::microseconds(1), std::chrono::microseconds(1000)));
   }
-  if (slept_since) spin_.after_sleep(Clock::now() - *slept_since);
+  if (slept_since) spin_.after_sleep(Clock::now() - *slept_since, oversubscribed);
 }
 
 transport::RequestPtr OpGroup::isend(int peer, uint32_t step, const void* data, size_t bytes) {

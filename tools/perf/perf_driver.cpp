@@ -1,4 +1,6 @@
 // The shared driver of the perf binaries: buffers, timing, checking and the nccl-tests table.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -6,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +16,7 @@
 #include "runtime/collectives/schedules.h"
 #include "runtime/collectives/shm_tuner.h"
 #include "layouts/tensor.h"
+#include "tools/perf/host_steal.h"
 #include "tools/perf/membw.h"
 #include "tools/perf/mpi_baseline.h"
 #include "tools/perf/perf_args.h"
@@ -113,16 +117,27 @@ struct RowBuffers {
   RowMemory send, recv, shared;
 };
 
-/// Median seconds of `iters` calls after `warmup` untimed ones.
+/// Times the calling thread went to sleep (voluntary context switches; a yield that lets another
+/// task run is not one): Seam's waits run in the thread that waits on the call.
+double thread_sleeps() {
+  rusage usage{};
+  getrusage(RUSAGE_THREAD, &usage);
+  return static_cast<double>(usage.ru_nvcsw);
+}
+
+/// Median seconds of `iters` calls after `warmup` untimed ones; `sleeps`, if given, gets how
+/// often the thread slept per timed call.
 template <class Call>
-double median_seconds(int warmup, int iters, Call call) {
+double median_seconds(int warmup, int iters, Call call, double* sleeps = nullptr) {
   for (int i = 0; i < warmup; ++i) call();
+  const double sleeps_before = thread_sleeps();
   std::vector<double> times(iters);
   for (auto& t : times) {
     auto start = std::chrono::steady_clock::now();
     call();
     t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
+  if (sleeps) *sleeps = (thread_sleeps() - sleeps_before) / iters;
   std::nth_element(times.begin(), times.begin() + iters / 2, times.end());
   return times[iters / 2];
 }
@@ -130,6 +145,7 @@ double median_seconds(int warmup, int iters, Call call) {
 struct Row {
   double seconds[3] = {0, 0, 0};  // out-of-place, in-place, MPI (slowest rank's median)
   double wrong[2] = {0, 0};       // elements wrong, summed over ranks
+  double sleeps = 0;              // the timed out-of-place calls' waits that slept, per call (most on a rank)
   collectives::Algorithm algorithm{};  // what the timed out-of-place calls took
   std::string_view schedule;      // the shared-memory schedule of the timed out-of-place calls
 };
@@ -151,6 +167,7 @@ class Driver {
     if (rank_ == 0) print_header();
     double wrong = 0;
     const size_t es = dtype_size(a_.dtype);
+    const auto ticks_before = cpu_ticks();
     // A row of 0 bytes (-b 0: what a call of nothing costs) is followed by one element.
     for (double size = static_cast<double>(a_.min_bytes); size <= static_cast<double>(a_.max_bytes);
          size = size > 0 ? size * a_.factor : static_cast<double>(es)) {
@@ -161,8 +178,12 @@ class Driver {
       wrong += row.wrong[0] + row.wrong[1];
       if (rank_ == 0) print_row(count * es, count, row);
     }
+    steal_ = steal_share(ticks_before, cpu_ticks());
     return wrong;
   }
+
+  /// The share of this machine's CPU time its host stole while the rows ran (run()).
+  std::optional<double> steal() const { return steal_; }
 
  private:
   Row measure(const Shape& s) {
@@ -175,7 +196,7 @@ class Driver {
       };
       comm_.barrier().wait();
       row.seconds[in_place] = median_seconds(in_place ? a_.warmup : settled_warmup(a_.warmup),
-                                             a_.iters, call);
+                                             a_.iters, call, in_place ? nullptr : &row.sleeps);
       if (!in_place) {
         row.algorithm = collectives::last_algorithm();
         row.schedule = collectives::last_shm_schedule();
@@ -201,6 +222,7 @@ class Driver {
       MPI_Barrier(MPI_COMM_WORLD);
     }
     comm_.all_reduce(row.seconds, row.seconds, 3, DType::f64, ReduceOp::max).wait();
+    comm_.all_reduce(&row.sleeps, &row.sleeps, 1, DType::f64, ReduceOp::max).wait();
     comm_.all_reduce(row.wrong, row.wrong, 2, DType::f64, ReduceOp::sum).wait();
     return row;
   }
@@ -227,18 +249,21 @@ class Driver {
     if (a_.pile_up)
       std::printf("# -P 1: every rank's threads moved onto CPU %d after the set-up (-1: could not)\n",
                   piled_on_);
+    std::printf("# sleeps: how often a rank's waits slept per out-of-place call (voluntary "
+                "context switches of the calling thread, the most on a rank): each costs a wake-up\n");
     std::printf("# buffers: %s (both libraries run on them)\n",
                 a_.shared_memory ? "SharedHostMemory, -R 1 (Seam's zero-copy schedules)"
                                  : "plain host memory, -R 0");
     std::printf("#\n");
-    std::printf("# %10s %12s %8s %6s   %9s %7s %7s %6s   %9s %7s %7s %6s   %9s %8s %6s  %s\n", "", "",
-                "", "", "out-of-place", "", "", "", "in-place", "", "", "", "mpi", "", "", "");
-    std::printf("# %10s %12s %8s %6s   %9s %7s %7s %6s   %9s %7s %7s %6s   %9s %8s %6s  %s\n",
-                "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong", "time",
-                "algbw", "busbw", "#wrong", "time", "seam/mpi", "%bound", "algorithm");
-    std::printf("# %10s %12s %8s %6s   %9s %7s %7s %6s   %9s %7s %7s %6s   %9s %8s %6s  %s\n",
-                "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
-                "(GB/s)", "", "(us)", "", "", "");
+    constexpr const char* kColumns =
+        "# %10s %12s %8s %6s   %9s %7s %7s %6s   %9s %7s %7s %6s   %9s %8s %6s %6s  %s\n";
+    std::printf(kColumns, "", "", "", "", "out-of-place", "", "", "", "in-place", "", "", "", "mpi",
+                "", "", "", "");
+    std::printf(kColumns, "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong",
+                "time", "algbw", "busbw", "#wrong", "time", "seam/mpi", "%bound", "sleeps",
+                "algorithm");
+    std::printf(kColumns, "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)",
+                "(GB/s)", "(GB/s)", "", "(us)", "", "", "/call", "");
     std::fflush(stdout);
   }
 
@@ -264,11 +289,11 @@ class Driver {
     std::string path(collectives::algorithm_name(row.algorithm));
     if (row.algorithm == collectives::Algorithm::shm && !row.schedule.empty())
       path.append(":").append(row.schedule);
-    std::printf("  %10zu %12zu %8s %6s   %s   %s   %s %6.1f  %s\n", bytes, count,
+    std::printf("  %10zu %12zu %8s %6s   %s   %s   %s %6.1f %6.2f  %s\n", bytes, count,
                 std::string(dtype_name(a_.dtype)).c_str(),
                 c_.reduces ? std::string(reduce_op_name(a_.op)).c_str() : "none", cells[0].c_str(),
                 cells[1].c_str(), mpi, row.seconds[0] > 0 ? 100 * bound_seconds / row.seconds[0] : 0.0,
-                path.c_str());
+                row.sleeps, path.c_str());
     std::fflush(stdout);
   }
 
@@ -279,6 +304,7 @@ class Driver {
   int n_, rank_;
   CopyBandwidth membw_{};
   int piled_on_ = -1;  // -P 1: the CPU every rank was moved onto
+  std::optional<double> steal_;
 };
 
 }  // namespace
@@ -291,9 +317,14 @@ int run_perf(int argc, char** argv, const PerfCollective& c) {
   if (!args) return ok ? 0 : 2;
   try {
     auto comm = comm::Communicator::create_world();
-    double wrong = Driver(c, *args, *comm, mpi).run();
+    Driver driver(c, *args, *comm, mpi);
+    double wrong = driver.run();
     if (comm->rank() == 0) {
       std::printf("# Out of bounds values : %.0f %s\n", wrong, wrong == 0 ? "OK" : "FAILED");
+      if (auto steal = driver.steal())
+        std::printf("# host steal: %.2f%% of rank 0's machine's CPU time while the rows ran "
+                    "(/proc/stat; a virtual machine's host running other guests)\n",
+                    100 * *steal);
       std::fflush(stdout);
     }
     return wrong == 0 ? 0 : 1;

@@ -1,0 +1,27 @@
+// How much of its vCPUs' time a virtual machine's host took for other guests while the rows
+// ran (/proc/stat's steal). Bursts of it made Seam's 8-rank rows on the GPU host 3-10x slower
+// than their usual times: a collective waits for its slowest rank, and every rank's vCPU can be
+// the stolen one. The perf binaries print it under their table, so a noisy row can be told from
+// a slow library.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace seam::perf {
+
+/// The steal and total time of all CPUs, in clock ticks, since boot.
+struct CpuTicks {
+  uint64_t steal = 0;
+  uint64_t total = 0;
+};
+
+/// This machine's ticks now; none where /proc/stat cannot be read.
+std::optional<CpuTicks> cpu_ticks();
+
+/// The share (0-1) of the CPUs' time the host stole between two readings; none if either is
+/// missing or no tick passed.
+std::optional<double> steal_share(const std::optional<CpuTicks>& before,
+                                  const std::optional<CpuTicks>& after);
+
+}  // namespace seam::perf
