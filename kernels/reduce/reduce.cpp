@@ -70,8 +70,24 @@ void reduce(ReduceIsa isa, void* dst, std::span<const void* const> srcs, size_t 
   if (srcs.empty()) throw ValueError("reduce: no source buffers");
   if (count == 0) return;
   const auto& k = kernels_of(isa);
-  const auto& table = store == Store::streaming ? k.reduce_streaming : k.reduce;
-  table[dtype_slot(dtype)][static_cast<int>(op)](dst, srcs.data(), srcs.size(), count);
+  const int slot = dtype_slot(dtype), o = static_cast<int>(op);
+  if (store == Store::streaming)
+    k.reduce_streaming[slot][o](dst, nullptr, srcs.data(), srcs.size(), count);
+  else
+    k.reduce[slot][o](dst, srcs.data(), srcs.size(), count);
+}
+
+void reduce_and_keep(ReduceIsa isa, void* dst, void* kept, std::span<const void* const> srcs,
+                     size_t count, DType dtype, ReduceOp op) {
+  if (srcs.empty()) throw ValueError("reduce: no source buffers");
+  if (count == 0) return;
+  kernels_of(isa).reduce_streaming[dtype_slot(dtype)][static_cast<int>(op)](
+      dst, kept, srcs.data(), srcs.size(), count);
+}
+
+void reduce_and_keep(void* dst, void* kept, std::span<const void* const> srcs, size_t count,
+                     DType dtype, ReduceOp op) {
+  reduce_and_keep(best_reduce_isa(), dst, kept, srcs, count, dtype, op);
 }
 
 void reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype, ReduceOp op,

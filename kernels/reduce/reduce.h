@@ -32,6 +32,15 @@ void reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dt
 /// As reduce(), with an explicit instruction set (tests compare every set with a reference).
 void reduce(ReduceIsa isa, void* dst, std::span<const void* const> srcs, size_t count,
             DType dtype, ReduceOp op, Store store = Store::cached);
+/// reduce() with Store::streaming into dst that also leaves the result in `kept` (count
+/// elements, cached), in one pass: each 1 KiB block is folded into `kept` and streamed to dst
+/// from there while in L1. For a result that goes to memory and is read again soon (written
+/// into the peers). `kept` overlaps neither dst nor a source.
+void reduce_and_keep(void* dst, void* kept, std::span<const void* const> srcs, size_t count,
+                     DType dtype, ReduceOp op);
+/// As reduce_and_keep(), with an explicit instruction set.
+void reduce_and_keep(ReduceIsa isa, void* dst, void* kept, std::span<const void* const> srcs,
+                     size_t count, DType dtype, ReduceOp op);
 /// memcpy, or with non-temporal stores (dst and src must not overlap).
 void copy(void* dst, const void* src, size_t bytes, Store store);
 

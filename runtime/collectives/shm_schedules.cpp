@@ -174,8 +174,8 @@ using FoldedChunk = std::function<void(const char* folded, size_t begin, size_t 
 /// rank's from `own`, every peer's read from the address it published with `round`, a chunk
 /// at a time into a cache-resident scratch, then folded in one pass. With `then`, each chunk is
 /// handed to it in cache: a streaming fold into dst would leave it in memory only, so the chunk
-/// is then folded into the scratch and streamed to dst from there. The helpers take runs of
-/// chunks (each with its scratch), `then` included.
+/// is folded into the scratch too, each block streamed to dst from there while in L1. The
+/// helpers take runs of chunks (each with its scratch), `then` included.
 void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char* own, char* dst,
                      size_t first, size_t count, DType dtype, ReduceOp op, kernels::Store store,
                      const Helpers& helpers, const FoldedChunk& then = {}) {
@@ -205,8 +205,7 @@ void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char
         if (then) then(dst + begin * es, begin, length);
         continue;
       }
-      kernels::reduce(folded_chunk, sources, length, dtype, op, kernels::Store::cached);
-      kernels::copy(dst + begin * es, folded_chunk, length * es, store);
+      kernels::reduce_and_keep(dst + begin * es, folded_chunk, sources, length, dtype, op);
       then(folded_chunk, begin, length);
     }
   };

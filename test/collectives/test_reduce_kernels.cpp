@@ -3,6 +3,7 @@
 // once): results must match bit for bit.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
@@ -104,7 +105,8 @@ TEST_CASE("reduction kernels match the scalar reference on every instruction set
 
 TEST_CASE("streaming reductions write exactly their elements at every alignment of dst") {
   // Streaming kernels fold 1 KiB blocks, the first one short up to dst's first line boundary:
-  // counts around a block and every element offset within a line reach each edge.
+  // counts around a block and every element offset within a line reach each edge. Those that
+  // keep the result too (reduce_and_keep) leave it in `kept`, and nothing past it.
   for (auto isa : kIsas) {
     if (!kernels::reduce_isa_supported(isa)) continue;
     for (DType dtype : kDtypes) {
@@ -125,14 +127,25 @@ TEST_CASE("streaming reductions write exactly their elements at every alignment 
             std::vector<char> storage(64 + kGuard + 64 + expected.size() + kGuard, 0x5a);
             const size_t to_line = (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
             char* dst = storage.data() + to_line + kGuard + offset;
+            // The result is in `at`, and every byte of `buffer` around it as it was.
+            auto holds_exactly = [&](const std::vector<char>& buffer, const char* at) {
+              CHECK(std::memcmp(at, expected.data(), expected.size()) == 0);
+              size_t touched = 0;
+              for (const char* c = buffer.data(); c < at; ++c) touched += *c != 0x5a;
+              for (const char* c = at + expected.size(); c < buffer.data() + buffer.size(); ++c)
+                touched += *c != 0x5a;
+              CHECK(touched == 0);
+            };
             kernels::reduce(isa, dst, pointers(srcs), count, dtype, ReduceOp::sum,
                             kernels::Store::streaming);
-            CHECK(std::memcmp(dst, expected.data(), expected.size()) == 0);
-            size_t touched = 0;
-            for (const char* c = storage.data(); c < dst; ++c) touched += *c != 0x5a;
-            for (const char* c = dst + expected.size(); c < storage.data() + storage.size(); ++c)
-              touched += *c != 0x5a;
-            CHECK(touched == 0);
+            holds_exactly(storage, dst);
+
+            std::fill(storage.begin(), storage.end(), 0x5a);
+            std::vector<char> kept(kGuard + expected.size() + kGuard, 0x5a);
+            kernels::reduce_and_keep(isa, dst, kept.data() + kGuard, pointers(srcs), count, dtype,
+                                     ReduceOp::sum);
+            holds_exactly(storage, dst);
+            holds_exactly(kept, kept.data() + kGuard);
           }
     }
   }
