@@ -81,8 +81,8 @@ void reduce_and_keep(ReduceIsa isa, void* dst, void* kept, std::span<const void*
                      size_t count, DType dtype, ReduceOp op) {
   if (srcs.empty()) throw ValueError("reduce: no source buffers");
   if (count == 0) return;
-  kernels_of(isa).reduce_streaming[dtype_slot(dtype)][static_cast<int>(op)](
-      dst, kept, srcs.data(), srcs.size(), count);
+  kernels_of(isa).reduce_streaming[dtype_slot(dtype)][static_cast<int>(op)](dst, kept, srcs.data(),
+                                                                            srcs.size(), count);
 }
 
 void reduce_and_keep(void* dst, void* kept, std::span<const void* const> srcs, size_t count,

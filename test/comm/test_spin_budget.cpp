@@ -21,7 +21,7 @@ TEST_CASE("a wait that slept but lasted no longer than the longest spin doubles 
   CHECK(spin.current() == SpinBudget::kMaxSpin);
 }
 
-TEST_CASE("where ranks share cores, a wait longer than the longest spin halves the spin back toward the setting") {
+TEST_CASE("where ranks share cores, a wait longer than the longest spin halves the spin back") {
   SpinBudget spin(50us);
   for (int i = 0; i < 5; ++i) spin.after_sleep(10us, true);
   REQUIRE(spin.current() == SpinBudget::kMaxSpin);

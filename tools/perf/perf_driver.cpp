@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "kernels/reduce/reduce.h"
+#include "layouts/tensor.h"
 #include "runtime/collectives/schedules.h"
 #include "runtime/collectives/shm_tuner.h"
-#include "layouts/tensor.h"
 #include "tools/perf/host_steal.h"
 #include "tools/perf/membw.h"
 #include "tools/perf/mpi_baseline.h"
@@ -145,7 +145,7 @@ double median_seconds(int warmup, int iters, Call call, double* sleeps = nullptr
 struct Row {
   double seconds[3] = {0, 0, 0};  // out-of-place, in-place, MPI (slowest rank's median)
   double wrong[2] = {0, 0};       // elements wrong, summed over ranks
-  double sleeps = 0;              // the timed out-of-place calls' waits that slept, per call (most on a rank)
+  double sleeps = 0;              // waits that slept per timed out-of-place call (most on a rank)
   collectives::Algorithm algorithm{};  // what the timed out-of-place calls took
   std::string_view schedule;      // the shared-memory schedule of the timed out-of-place calls
 };
@@ -249,8 +249,10 @@ class Driver {
     if (a_.pile_up)
       std::printf("# -P 1: every rank's threads moved onto CPU %d after the set-up (-1: could not)\n",
                   piled_on_);
-    std::printf("# sleeps: how often a rank's waits slept per out-of-place call (voluntary "
-                "context switches of the calling thread, the most on a rank): each costs a wake-up\n");
+    std::printf(
+        "# sleeps: how often a rank's waits slept per out-of-place call (voluntary "
+        "context switches of the calling thread, the most on a rank): each costs a "
+        "wake-up\n");
     std::printf("# buffers: %s (both libraries run on them)\n",
                 a_.shared_memory ? "SharedHostMemory, -R 1 (Seam's zero-copy schedules)"
                                  : "plain host memory, -R 0");
@@ -292,8 +294,9 @@ class Driver {
     std::printf("  %10zu %12zu %8s %6s   %s   %s   %s %6.1f %6.2f  %s\n", bytes, count,
                 std::string(dtype_name(a_.dtype)).c_str(),
                 c_.reduces ? std::string(reduce_op_name(a_.op)).c_str() : "none", cells[0].c_str(),
-                cells[1].c_str(), mpi, row.seconds[0] > 0 ? 100 * bound_seconds / row.seconds[0] : 0.0,
-                row.sleeps, path.c_str());
+                cells[1].c_str(), mpi,
+                row.seconds[0] > 0 ? 100 * bound_seconds / row.seconds[0] : 0.0, row.sleeps,
+                path.c_str());
     std::fflush(stdout);
   }
 
@@ -322,9 +325,10 @@ int run_perf(int argc, char** argv, const PerfCollective& c) {
     if (comm->rank() == 0) {
       std::printf("# Out of bounds values : %.0f %s\n", wrong, wrong == 0 ? "OK" : "FAILED");
       if (auto steal = driver.steal())
-        std::printf("# host steal: %.2f%% of rank 0's machine's CPU time while the rows ran "
-                    "(/proc/stat; a virtual machine's host running other guests)\n",
-                    100 * *steal);
+        std::printf(
+            "# host steal: %.2f%% of rank 0's machine's CPU time while the rows ran "
+            "(/proc/stat; a virtual machine's host running other guests)\n",
+            100 * *steal);
       std::fflush(stdout);
     }
     return wrong == 0 ? 0 : 1;
