@@ -79,7 +79,8 @@ void reduce(ReduceIsa isa, void* dst, std::span<const void* const> srcs, size_t 
 
 void reduce_and_keep(ReduceIsa isa, void* dst, void* kept, std::span<const void* const> srcs,
                      size_t count, DType dtype, ReduceOp op) {
-  if (srcs.empty()) throw ValueError("reduce: no source buffers");
+  if (srcs.empty()) throw ValueError("reduce_and_keep: no source buffers");
+  if (kept == nullptr) throw ValueError("reduce_and_keep: no buffer to keep the result in");
   if (count == 0) return;
   kernels_of(isa).reduce_streaming[dtype_slot(dtype)][static_cast<int>(op)](dst, kept, srcs.data(),
                                                                             srcs.size(), count);

@@ -35,7 +35,8 @@ void reduce(ReduceIsa isa, void* dst, std::span<const void* const> srcs, size_t 
 /// reduce() with Store::streaming into dst that also leaves the result in `kept` (count
 /// elements, cached), in one pass: each 1 KiB block is folded into `kept` and streamed to dst
 /// from there while in L1. For a result that goes to memory and is read again soon (written
-/// into the peers). `kept` overlaps neither dst nor a source.
+/// into the peers). dst may alias a source exactly; `kept` must overlap neither dst nor a
+/// source. Throws ValueError where reduce() does, and on a null `kept`.
 void reduce_and_keep(void* dst, void* kept, std::span<const void* const> srcs, size_t count,
                      DType dtype, ReduceOp op);
 /// As reduce_and_keep(), with an explicit instruction set.

@@ -299,7 +299,10 @@ void Engine::drive(WorkState& w) {
     auto left = std::chrono::duration_cast<std::chrono::microseconds>(w.deadline - now);
     transport_->wait_for_activity(std::clamp(left, std::chrono::microseconds(1), std::chrono::microseconds(1000)));
   }
-  if (slept_since) spin_.after_sleep(Clock::now() - *slept_since, oversubscribed);
+  if (slept_since) {
+    const auto end = Clock::now();
+    spin_.after_sleep(end - *slept_since, oversubscribed || end < core_shared_until_);
+  }
 }
 
 transport::RequestPtr OpGroup::isend(int peer, uint32_t step, const void* data, size_t bytes) {

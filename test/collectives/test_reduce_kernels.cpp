@@ -140,12 +140,17 @@ TEST_CASE("streaming reductions write exactly their elements at every alignment 
                             kernels::Store::streaming);
             holds_exactly(storage, dst);
 
+            // `kept` one element further into its line than dst, so its blocks straddle lines
+            // differently.
             std::fill(storage.begin(), storage.end(), 0x5a);
-            std::vector<char> kept(kGuard + expected.size() + kGuard, 0x5a);
-            kernels::reduce_and_keep(isa, dst, kept.data() + kGuard, pointers(srcs), count, dtype,
+            std::vector<char> kept(storage.size(), 0x5a);
+            char* keep_at = kept.data() +
+                            (64 - reinterpret_cast<uintptr_t>(kept.data()) % 64) % 64 + kGuard +
+                            (offset + es) % 64;
+            kernels::reduce_and_keep(isa, dst, keep_at, pointers(srcs), count, dtype,
                                      ReduceOp::sum);
             holds_exactly(storage, dst);
-            holds_exactly(kept, kept.data() + kGuard);
+            holds_exactly(kept, keep_at);
           }
     }
   }
@@ -209,10 +214,15 @@ TEST_CASE("copy with non-temporal stores copies exactly, at any alignment") {
     }
 }
 
-TEST_CASE("reduce rejects dtypes without a kernel") {
-  std::vector<char> buf(8);
+TEST_CASE("reduce rejects dtypes without a kernel, reduce_and_keep also a missing kept buffer") {
+  std::vector<char> buf(8), kept(8);
   const void* src[1] = {buf.data()};
   CHECK_THROWS_AS(kernels::reduce(buf.data(), src, 8, DType::u8, ReduceOp::sum), ValueError);
+  CHECK_THROWS_AS(
+      kernels::reduce_and_keep(buf.data(), kept.data(), src, 8, DType::u8, ReduceOp::sum),
+      ValueError);
+  CHECK_THROWS_AS(kernels::reduce_and_keep(buf.data(), nullptr, src, 2, DType::f32, ReduceOp::sum),
+                  ValueError);
 }
 
 }  // namespace seam::test

@@ -24,7 +24,9 @@ std::optional<CpuTicks> cpu_ticks() {
 
 std::optional<double> steal_share(const std::optional<CpuTicks>& before,
                                   const std::optional<CpuTicks>& after) {
-  if (!before || !after || after->total <= before->total) return std::nullopt;
+  // Some hypervisors' steal counters step back: no share then, rather than a wrapped one.
+  if (!before || !after || after->total <= before->total || after->steal < before->steal)
+    return std::nullopt;
   return static_cast<double>(after->steal - before->steal) /
          static_cast<double>(after->total - before->total);
 }

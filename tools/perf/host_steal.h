@@ -20,7 +20,7 @@ struct CpuTicks {
 std::optional<CpuTicks> cpu_ticks();
 
 /// The share (0-1) of the CPUs' time the host stole between two readings; none if either is
-/// missing or no tick passed.
+/// missing, no tick passed or the steal counter went back.
 std::optional<double> steal_share(const std::optional<CpuTicks>& before,
                                   const std::optional<CpuTicks>& after);
 

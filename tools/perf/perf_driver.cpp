@@ -118,10 +118,11 @@ struct RowBuffers {
 };
 
 /// Times the calling thread went to sleep (voluntary context switches; a yield that lets another
-/// task run is not one): Seam's waits run in the thread that waits on the call.
+/// task run is not one): Seam's waits run in the thread that waits on the call, and sleep at
+/// most 1 ms at a time. 0 where the count cannot be read.
 double thread_sleeps() {
   rusage usage{};
-  getrusage(RUSAGE_THREAD, &usage);
+  if (getrusage(RUSAGE_THREAD, &usage) != 0) return 0;
   return static_cast<double>(usage.ru_nvcsw);
 }
 
@@ -145,7 +146,7 @@ double median_seconds(int warmup, int iters, Call call, double* sleeps = nullptr
 struct Row {
   double seconds[3] = {0, 0, 0};  // out-of-place, in-place, MPI (slowest rank's median)
   double wrong[2] = {0, 0};       // elements wrong, summed over ranks
-  double sleeps = 0;              // waits that slept per timed out-of-place call (most on a rank)
+  double sleeps = 0;              // sleeps per timed out-of-place call (the most on a rank)
   collectives::Algorithm algorithm{};  // what the timed out-of-place calls took
   std::string_view schedule;      // the shared-memory schedule of the timed out-of-place calls
 };
@@ -250,9 +251,9 @@ class Driver {
       std::printf("# -P 1: every rank's threads moved onto CPU %d after the set-up (-1: could not)\n",
                   piled_on_);
     std::printf(
-        "# sleeps: how often a rank's waits slept per out-of-place call (voluntary "
-        "context switches of the calling thread, the most on a rank): each costs a "
-        "wake-up\n");
+        "# sleeps: how often the calling thread slept per out-of-place call, the mean over the "
+        "timed calls on the rank where it was highest (voluntary context switches: the waits' "
+        "sleeps, 1 ms at most each, and any other blocking); each costs a wake-up\n");
     std::printf("# buffers: %s (both libraries run on them)\n",
                 a_.shared_memory ? "SharedHostMemory, -R 1 (Seam's zero-copy schedules)"
                                  : "plain host memory, -R 0");
