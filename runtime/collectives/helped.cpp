@@ -59,14 +59,31 @@ void Helpers::copy(std::span<const Copy> copies, kernels::Store store) const {
   });
 }
 
+void Helpers::split_sources(std::span<const void* const> srcs, size_t count, size_t es,
+                            const SourcesPart& part) const {
+  if (!splits(count * es * srcs.size())) return part(0, count, srcs);
+  split_across(count, es, [&](size_t begin, size_t end) {
+    Sources from(srcs.size());
+    for (size_t p = 0; p < srcs.size(); ++p)
+      from[p] = static_cast<const char*>(srcs[p]) + begin * es;
+    part(begin, end, from);
+  });
+}
+
 void Helpers::reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype,
                      ReduceOp op, kernels::Store store) const {
   const size_t es = dtype_size(dtype);
-  if (!splits(count * es * srcs.size())) return kernels::reduce(dst, srcs, count, dtype, op, store);
-  split_across(count, es, [&](size_t begin, size_t end) {
-    Sources from(srcs.size());
-    for (size_t p = 0; p < srcs.size(); ++p) from[p] = static_cast<const char*>(srcs[p]) + begin * es;
+  split_sources(srcs, count, es, [&](size_t begin, size_t end, std::span<const void* const> from) {
     kernels::reduce(static_cast<char*>(dst) + begin * es, from, end - begin, dtype, op, store);
+  });
+}
+
+void Helpers::reduce_and_keep(void* dst, void* kept, std::span<const void* const> srcs,
+                              size_t count, DType dtype, ReduceOp op) const {
+  const size_t es = dtype_size(dtype);
+  split_sources(srcs, count, es, [&](size_t begin, size_t end, std::span<const void* const> from) {
+    kernels::reduce_and_keep(static_cast<char*>(dst) + begin * es,
+                             static_cast<char*>(kept) + begin * es, from, end - begin, dtype, op);
   });
 }
 

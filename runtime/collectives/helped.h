@@ -81,8 +81,17 @@ class Helpers {
   /// kernels::reduce, split (weighed by the bytes it reads from all `srcs`).
   void reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype, ReduceOp op,
               kernels::Store store = kernels::Store::cached) const;
+  /// kernels::reduce_and_keep, split as reduce() is.
+  void reduce_and_keep(void* dst, void* kept, std::span<const void* const> srcs, size_t count,
+                       DType dtype, ReduceOp op) const;
 
  private:
+  /// part(begin, end, sources at begin) over elements [0, count) of `srcs`, cut as reduce()
+  /// cuts them.
+  using SourcesPart =
+      std::function<void(size_t begin, size_t end, std::span<const void* const> from)>;
+  void split_sources(std::span<const void* const> srcs, size_t count, size_t es,
+                     const SourcesPart& part) const;
   /// Whether an operation of `bytes` is cut for the helpers.
   bool splits(size_t bytes) const { return threads_ > 0 && bytes >= kHelpedBytes; }
   /// split() where it cuts.

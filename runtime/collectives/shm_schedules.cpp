@@ -327,11 +327,17 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     co_await exchange.peers_ready();
     for (int p = 0; p < n; ++p)
       sources[p] = p == me ? send + (begin + at[me]) * es : slot_of(p) + at[me] * es;
-    helpers.reduce(region->result(me, round), sources, shares[me], dtype, op);
+    // Where results stream, this rank's share streams to recv as it is folded into its slot.
+    const bool own_share_streamed = store == kernels::Store::streaming;
+    if (own_share_streamed)
+      helpers.reduce_and_keep(recv + (begin + at[me]) * es, region->result(me, round), sources,
+                              shares[me], dtype, op);
+    else
+      helpers.reduce(region->result(me, round), sources, shares[me], dtype, op);
     exchange.announce_done();
     co_await exchange.peers_done();
     Copies copy_out(n);
-    for (int p : peers_from(me, n, true))
+    for (int p : peers_from(me, n, !own_share_streamed))
       copy_out[p] = {recv + (begin + at[p]) * es, region->result(p, round), shares[p] * es};
     helpers.copy(copy_out, store);
   }
