@@ -55,8 +55,13 @@ comm::Task zero_copy_all_reduce(Group& g, ShmRegion& region, const char* send, c
     for (size_t begin = at[me] + run_begin; begin < at[me] + run_end; begin += chunk) {
       const size_t length = std::min(chunk, at[me] + run_end - begin);
       for (int p = 0; p < n; ++p) sources[p] = sends[p] + begin * es;
-      kernels::reduce(folded.data(), sources, length, dtype, op);
-      for (int p : peers_from(me, n, true))
+      // Where results stream, this rank's own recv gets the chunk as it is folded.
+      const bool own_streamed = store == kernels::Store::streaming;
+      if (own_streamed)
+        kernels::reduce_and_keep(recvs[me] + begin * es, folded.data(), sources, length, dtype, op);
+      else
+        kernels::reduce(folded.data(), sources, length, dtype, op);
+      for (int p : peers_from(me, n, !own_streamed))
         kernels::copy(recvs[p] + begin * es, folded.data(), length * es, store);
     }
   };
