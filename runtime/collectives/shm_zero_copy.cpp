@@ -43,10 +43,12 @@ comm::Task zero_copy_all_reduce(Group& g, ShmRegion& region, const char* send, c
   const auto sends = peer_buffers(region, exchange.round(), 0, me, send);
   const auto recvs = peer_buffers(region, exchange.round(), 1, me, recv);
   // This rank's share of every input is read by this rank alone and its share of every output
-  // written by it alone, so in place is safe: each chunk is read from all before written to all.
+  // written by it alone, so in place is safe: each chunk is read from all before written to all
+  // (into this rank's own recv, where results stream, a block at a time as it is folded).
   const auto shares = even_blocks(count, n);
   const auto at = block_offsets(shares);
   const kernels::Store store = store_for(count * es, n, false);
+  const bool own_streamed = store == kernels::Store::streaming;
   const size_t chunk = kChunkBytes / es;
   // The helpers take runs of chunks, each with its own scratch.
   const auto fold_run = [&](size_t run_begin, size_t run_end) {
@@ -55,8 +57,6 @@ comm::Task zero_copy_all_reduce(Group& g, ShmRegion& region, const char* send, c
     for (size_t begin = at[me] + run_begin; begin < at[me] + run_end; begin += chunk) {
       const size_t length = std::min(chunk, at[me] + run_end - begin);
       for (int p = 0; p < n; ++p) sources[p] = sends[p] + begin * es;
-      // Where results stream, this rank's own recv gets the chunk as it is folded.
-      const bool own_streamed = store == kernels::Store::streaming;
       if (own_streamed)
         kernels::reduce_and_keep(recvs[me] + begin * es, folded.data(), sources, length, dtype, op);
       else
