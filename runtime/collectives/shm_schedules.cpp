@@ -290,8 +290,9 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   const uint64_t rounds = rounds_for(count, per_round);
   // All but small buffers are reduced in shares, unless the tuner chose otherwise: each rank
   // copies in the peers' shares of the round, folds its own share into its result slot, then
-  // every rank copies all shares. n times less reading than every rank folding everything, for
-  // one more flag wait per round.
+  // every rank copies all shares (all but its own where results stream: that one reached recv
+  // with the fold). n times less reading than every rank folding everything, for one more flag
+  // wait per round.
   const bool in_shares = all_reduce_in_shares(count * es, n, choice.schedule);
   SEAM_LOG_DEBUG("all_reduce: shm schedule slots, {} ({} B)",
                  in_shares ? "in shares" : "every rank folding the whole buffer", count * es);

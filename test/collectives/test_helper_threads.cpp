@@ -164,6 +164,22 @@ TEST_CASE("Helpers cut copies, batches of copies and folds at 64-byte multiples,
   size_t wrong = 0;
   for (size_t i = 0; i < kCount; ++i) wrong += out[i] != float(i % 97) + 1.0f + float(i % 5);
   CHECK(wrong == 0);
+  // The same fold streamed to a destination off its line and kept in a buffer off it too, an odd
+  // count: both hold the result, and neither a byte past it.
+  const size_t count = kCount - 3;
+  std::vector<float> streamed(count + 2, -1.0f), kept(count + 3, -1.0f);
+  helpers.reduce_and_keep(streamed.data() + 1, kept.data() + 2, sources, count, DType::f32,
+                          ReduceOp::sum);
+  wrong = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const float sum = float(i % 97) + 1.0f + float(i % 5);
+    wrong += (streamed[1 + i] != sum) + (kept[2 + i] != sum);
+  }
+  CHECK(wrong == 0);
+  CHECK(streamed.front() == -1.0f);
+  CHECK(streamed.back() == -1.0f);
+  CHECK(kept[1] == -1.0f);
+  CHECK(kept.back() == -1.0f);
 }
 
 }  // namespace seam::test
