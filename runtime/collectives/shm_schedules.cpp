@@ -302,6 +302,8 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
                    in_shares ? ShmVariant::slots : ShmVariant::slots_whole),
       "all_reduce", rounds);
   const kernels::Store store = store_for(count * es, n, send == recv);
+  // Where results stream, this rank's share streams to recv as it is folded into its slot.
+  const bool own_share_streamed = store == kernels::Store::streaming;
   const Helpers helpers(*region, count * es);
   Sources sources(n);
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
@@ -328,8 +330,6 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     co_await exchange.peers_ready();
     for (int p = 0; p < n; ++p)
       sources[p] = p == me ? send + (begin + at[me]) * es : slot_of(p) + at[me] * es;
-    // Where results stream, this rank's share streams to recv as it is folded into its slot.
-    const bool own_share_streamed = store == kernels::Store::streaming;
     if (own_share_streamed)
       helpers.reduce_and_keep(recv + (begin + at[me]) * es, region->result(me, round), sources,
                               shares[me], dtype, op);

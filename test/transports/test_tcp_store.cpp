@@ -1,7 +1,7 @@
 // The TCP store: set/wait, timeouts, the all-gather bootstrap on threads, and rejection of peers
 // without the job token or with malformed / oversized messages (sent from a raw socket).
-#include <doctest/doctest.h>
 #include <arpa/inet.h>
+#include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -15,17 +15,13 @@
 #include "layouts/errors.h"
 #include "runtime/bootstrap/bootstrap.h"
 #include "runtime/bootstrap/tcp_store.h"
+#include "test/transports/listen_port.h"
 
 using namespace seam;
 using namespace seam::bootstrap;
 using namespace std::chrono_literals;
 
 namespace {
-
-int next_port() {
-  static int port = 30000 + getpid() % 20000;
-  return ++port;
-}
 
 void put_u32(std::vector<uint8_t>& b, uint32_t v) {
   for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
@@ -68,7 +64,7 @@ std::vector<uint8_t> hello(const std::string& token, int rank) {
 }  // namespace
 
 TEST_CASE("store: set, wait, and a wait that times out") {
-  const std::string addr = "127.0.0.1:" + std::to_string(next_port());
+  const std::string addr = "127.0.0.1:" + std::to_string(seam::test::listen_port());
   StoreServer server(addr, 2, "secret");
   StoreClient a(addr, 0, "secret", 5s), b(addr, 1, "secret", 5s);
   std::thread late([&] {
@@ -89,7 +85,7 @@ TEST_CASE("store: set, wait, and a wait that times out") {
 TEST_CASE("store: a server that never answers the connection fails the client by its deadline") {
   // A listener that accepts nothing, its backlog filled: the kernel drops further SYNs, so a
   // blocking connect would wait out its retries (about two minutes).
-  const int port = next_port();
+  const int port = seam::test::listen_port();
   const int listener = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in at{};
   at.sin_family = AF_INET;
@@ -111,7 +107,7 @@ TEST_CASE("store: a server that never answers the connection fails the client by
 }
 
 TEST_CASE("store: a rank that disconnects without saying goodbye fails the others' waits at once") {
-  const std::string addr = "127.0.0.1:" + std::to_string(next_port());
+  const std::string addr = "127.0.0.1:" + std::to_string(seam::test::listen_port());
   StoreServer server(addr, 2, "secret");
   StoreClient a(addr, 0, "secret", 5s);
   {
@@ -131,7 +127,7 @@ TEST_CASE("store: a rank that disconnects without saying goodbye fails the other
 }
 
 TEST_CASE("store bootstrap: all-gather and barrier on 4 threads") {
-  const std::string addr = "127.0.0.1:" + std::to_string(next_port());
+  const std::string addr = "127.0.0.1:" + std::to_string(seam::test::listen_port());
   std::vector<std::thread> ts;
   std::vector<std::vector<std::string>> got(4);
   for (int r = 0; r < 4; ++r)
@@ -155,7 +151,7 @@ TEST_CASE("store: options are checked with clear errors") {
 }
 
 TEST_CASE("store: wrong token, garbage, oversized and malformed messages are rejected") {
-  const uint16_t port = static_cast<uint16_t>(next_port());
+  const uint16_t port = static_cast<uint16_t>(seam::test::listen_port());
   const std::string addr = "127.0.0.1:" + std::to_string(port);
   StoreServer server(addr, 2, "the-right-token");
 

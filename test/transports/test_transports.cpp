@@ -14,6 +14,7 @@
 
 #include "layouts/errors.h"
 #include "runtime/bootstrap/bootstrap.h"
+#include "test/transports/listen_port.h"
 #include "thread_exchange.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/ucx/ucx_transport.h"
@@ -246,7 +247,7 @@ TEST_CASE("shm: a sleeper rung before its last look is still woken by the next p
 
 TEST_CASE("shm: a dead peer fails pending requests naming its rank and pid, within milliseconds") {
   // Two processes bootstrapped through the TCP store.
-  const std::string addr = "127.0.0.1:" + std::to_string(21000 + getpid() % 20000);
+  const std::string addr = "127.0.0.1:" + std::to_string(seam::test::listen_port());
   pid_t child = fork();
   if (child == 0) {
     try {
