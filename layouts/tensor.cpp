@@ -1,5 +1,7 @@
 #include "layouts/tensor.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -7,10 +9,16 @@
 
 namespace seam {
 
-Buffer::Buffer(size_t bytes) : bytes_(bytes) {
+Buffer::Buffer(size_t bytes, Pages pages) : bytes_(bytes) {
   if (bytes == 0) return;
-  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const size_t alignment = pages == Pages::huge ? kHugePage : 64;
+  const size_t allocated = (bytes + alignment - 1) / alignment * alignment;
+  void* p = std::aligned_alloc(alignment, allocated);
   if (!p) throw std::bad_alloc();
+  // Advised before the first touch, so that the memset below faults huge pages in; a kernel
+  // without them (or with THP off) keeps base pages, which only costs speed.
+  if (pages == Pages::huge) madvise(p, allocated, MADV_HUGEPAGE);
   std::memset(p, 0, bytes);
   ptr_.reset(p);
 }

@@ -56,11 +56,17 @@ struct Tensor {
   bool empty() const { return rows == 0; }
 };
 
+/// How a Buffer's pages are backed. `huge`: aligned to 2 MiB and advised onto transparent huge
+/// pages (madvise MADV_HUGEPAGE; the kernel may still give base pages). Single-copy collectives
+/// pin each page of a peer's buffer on every call, so large host collectives on huge pages run
+/// up to 1.8x faster (README, "Host buffers").
+enum class Pages { base, huge };
+
 /// Owned, 64-byte aligned, zero-initialised host memory.
 class Buffer {
  public:
   Buffer() = default;
-  explicit Buffer(size_t bytes);
+  explicit Buffer(size_t bytes, Pages pages = Pages::base);
   void* data() const { return ptr_.get(); }
   size_t bytes() const { return bytes_; }
   /// View of the whole buffer as rows x cols of dtype (must fit).

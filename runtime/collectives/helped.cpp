@@ -2,14 +2,28 @@
 
 #include <algorithm>
 
-#include "runtime/collectives/helper_threads.h"
+#include "layouts/config.h"
 #include "runtime/collectives/blocks.h"
+#include "runtime/collectives/helper_threads.h"
 #include "runtime/collectives/shm_region.h"
+#include "runtime/collectives/steal_watch.h"
 
 namespace seam::collectives {
 
+namespace {
+
+/// The region's helpers, unless they were chosen automatically and the host steals now
+/// (steal_watch.h); SEAM_HELPER_THREADS keeps them whatever the host does.
+int helpers_now(const ShmRegion& region) {
+  const int threads = region.helper_threads();
+  if (threads == 0 || Config::get().helper_threads >= 0) return threads;
+  return host_stealing() ? 0 : threads;
+}
+
+}  // namespace
+
 Helpers::Helpers(const ShmRegion& region, size_t call_bytes)
-    : Helpers(call_bytes >= kHelpedCallBytes ? region.helper_threads() : 0) {}
+    : Helpers(call_bytes >= kHelpedCallBytes ? helpers_now(region) : 0) {}
 
 Helpers::Helpers(int threads) : threads_(threads) {
   if (threads_ <= 0) return;

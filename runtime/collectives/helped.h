@@ -24,8 +24,9 @@ class Helpers {
   /// Operations below this size run whole on the calling thread.
   static constexpr size_t kHelpedBytes = 256 * 1024;
 
-  /// The region's helpers when a call of `call_bytes` will use them (helper_threads::begin_call
-  /// until destroyed: construct it before the call's first wait).
+  /// The region's helpers when a call of `call_bytes` will use them, none while the host steals
+  /// unless SEAM_HELPER_THREADS set them (steal_watch.h); helper_threads::begin_call until
+  /// destroyed: construct it before the call's first wait.
   Helpers(const ShmRegion& region, size_t call_bytes);
   /// `threads` helpers, whatever the call's size.
   explicit Helpers(int threads);

@@ -1,6 +1,9 @@
 // Layouts, batch facts and topology arithmetic (§1.1–§1.4, §3.1).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "layouts/batch_facts.h"
 #include "layouts/errors.h"
 #include "layouts/layout.h"
@@ -136,4 +139,16 @@ TEST_CASE("variants a topology builds") {
   CHECK_FALSE(cp.builds_variant(BatchVariant::CONTEXT_PARALLEL));  // CP without prefill CP
   cp.enable_prefill_cp = true;
   CHECK(cp.builds_variant(BatchVariant::CONTEXT_PARALLEL));
+}
+
+TEST_CASE("a buffer on huge pages is 2 MiB aligned and zeroed, whatever the kernel grants") {
+  constexpr size_t kBytes = (size_t{3} << 20) + 100;  // not a whole number of huge pages
+  const Buffer huge(kBytes, Pages::huge);
+  REQUIRE(huge.bytes() == kBytes);
+  CHECK(reinterpret_cast<uintptr_t>(huge.data()) % (size_t{2} << 20) == 0);
+  const auto* bytes = static_cast<const unsigned char*>(huge.data());
+  CHECK(std::all_of(bytes, bytes + kBytes, [](unsigned char b) { return b == 0; }));
+  const Buffer base(100);
+  CHECK(reinterpret_cast<uintptr_t>(base.data()) % 64 == 0);
+  CHECK(Buffer(0, Pages::huge).data() == nullptr);
 }

@@ -26,10 +26,11 @@ void usage(const char* program) {
   std::fprintf(stderr,
                "usage: %s [-b minbytes] [-e maxbytes] [-f stepfactor] [-n iters] [-w warmup]\n"
                "          [-c 0|1] [-d float|half|bfloat16|double|int32] [-o sum|max|min]\n"
-               "          [-R 0|1] [-P 0|1] [-h]\n"
+               "          [-R 0|1] [-H 0|1] [-P 0|1] [-h]\n"
                "  sizes take K, M, G suffixes; defaults -b 32M -e 32M -f 2 -n 20 -w 5 -c 1\n"
                "  -d float -o sum -R 0. -R 1 allocates the buffers in SharedHostMemory (as\n"
-               "  nccl-tests' -R registers them). Under mpirun each row is also timed with the\n"
+               "  nccl-tests' -R registers them). -H 1 puts plain buffers on transparent huge\n"
+               "  pages (seam::Pages::huge). Under mpirun each row is also timed with the\n"
                "  MPI library, on the same buffers. -P 1 moves every rank onto one CPU after\n"
                "  the set-up (as a scheduler may put unpinned ranks).\n",
                program);
@@ -42,7 +43,7 @@ std::optional<PerfArgs> parse_perf_args(int argc, char** argv, const char* progr
   ok = true;
   try {
     int opt;
-    while ((opt = getopt(argc, argv, "b:e:f:n:w:c:d:o:R:P:h")) != -1) {
+    while ((opt = getopt(argc, argv, "b:e:f:n:w:c:d:o:R:H:P:h")) != -1) {
       switch (opt) {
         case 'b': a.min_bytes = parse_bytes(optarg); break;
         case 'e': a.max_bytes = parse_bytes(optarg); break;
@@ -51,6 +52,9 @@ std::optional<PerfArgs> parse_perf_args(int argc, char** argv, const char* progr
         case 'w': a.warmup = std::stoi(optarg); break;
         case 'c': a.check = std::stoi(optarg) != 0; break;
         case 'R': a.shared_memory = std::stoi(optarg) != 0; break;
+        case 'H':
+          a.huge_pages = std::stoi(optarg) != 0;
+          break;
         case 'P': a.pile_up = std::stoi(optarg) != 0; break;
         case 'd': {
           auto d = parse_dtype(optarg);
@@ -70,6 +74,8 @@ std::optional<PerfArgs> parse_perf_args(int argc, char** argv, const char* progr
     }
     if (a.factor <= 1 || a.iters < 1 || a.warmup < 0 || a.min_bytes > a.max_bytes)
       throw std::invalid_argument("need -f > 1, -n >= 1, -w >= 0 and -b <= -e");
+    if (a.shared_memory && a.huge_pages)
+      throw std::invalid_argument("-R 1 and -H 1 choose different buffers: give one");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", program, e.what());
     usage(program);

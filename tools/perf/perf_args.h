@@ -1,4 +1,4 @@
-// nccl-tests' command line: -b -e -f -n -w -c -d -o -R, and -h; and -P.
+// nccl-tests' command line: -b -e -f -n -w -c -d -o -R, and -h; and -H, -P.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +18,7 @@ struct PerfArgs {
   DType dtype = DType::f32;     ///< -d float|half|bfloat16|double|int32
   ReduceOp op = ReduceOp::sum;  ///< -o sum|max|min
   bool shared_memory = false;   ///< -R 1: buffers in SharedHostMemory (zero-copy schedules)
+  bool huge_pages = false;      ///< -H 1: plain buffers on transparent huge pages
   bool pile_up = false;         ///< -P 1: every rank moved onto one CPU after the set-up
 };
 

@@ -16,7 +16,7 @@
 #include "layouts/tensor.h"
 #include "runtime/collectives/schedules.h"
 #include "runtime/collectives/shm_tuner.h"
-#include "tools/perf/host_steal.h"
+#include "runtime/comm/host_steal.h"
 #include "tools/perf/membw.h"
 #include "tools/perf/mpi_baseline.h"
 #include "tools/perf/perf_args.h"
@@ -64,14 +64,14 @@ double get_element(const void* buffer, size_t i, DType dtype) {
   }
 }
 
-/// A row's buffer: plain host memory, or SharedHostMemory with -R 1.
+/// A row's buffer: plain host memory (on huge pages with -H 1), or SharedHostMemory with -R 1.
 class RowMemory {
  public:
-  RowMemory(size_t bytes, bool shared_memory) : bytes_(bytes) {
-    if (shared_memory)
+  RowMemory(size_t bytes, const PerfArgs& a) : bytes_(bytes) {
+    if (a.shared_memory)
       shared_ = SharedHostMemory::allocate(bytes);
     else
-      plain_ = Buffer(bytes);
+      plain_ = Buffer(bytes, a.huge_pages ? Pages::huge : Pages::base);
   }
   void* data() const { return shared_ ? shared_->data() : plain_.data(); }
   size_t bytes() const { return bytes_; }
@@ -84,11 +84,15 @@ class RowMemory {
 
 /// One rank's buffers for a row, and the pointers an out-of-place or in-place call gets.
 struct RowBuffers {
-  RowBuffers(const PerfCollective& c, const Shape& s, DType dtype, int rank, bool shared_memory)
-      : c(c), s(s), dtype(dtype), rank(rank), es(dtype_size(dtype)),
-        send(std::max<size_t>(s.send_count, 1) * es, shared_memory),
-        recv(std::max<size_t>(s.recv_count, 1) * es, shared_memory),
-        shared(std::max<size_t>(std::max(s.send_count, s.recv_count), 1) * es, shared_memory) {
+  RowBuffers(const PerfCollective& c, const Shape& s, const PerfArgs& a, int rank)
+      : c(c),
+        s(s),
+        dtype(a.dtype),
+        rank(rank),
+        es(dtype_size(a.dtype)),
+        send(std::max<size_t>(s.send_count, 1) * es, a),
+        recv(std::max<size_t>(s.recv_count, 1) * es, a),
+        shared(std::max<size_t>(std::max(s.send_count, s.recv_count), 1) * es, a) {
     for (size_t j = 0; j < s.send_count; ++j) set_element(send.data(), j, dtype, input_value(rank, j));
   }
   /// Resets the in-place buffer to this rank's input (where its convention puts it).
@@ -168,7 +172,7 @@ class Driver {
     if (rank_ == 0) print_header();
     double wrong = 0;
     const size_t es = dtype_size(a_.dtype);
-    const auto ticks_before = cpu_ticks();
+    const auto ticks_before = comm::cpu_ticks();
     // A row of 0 bytes (-b 0: what a call of nothing costs) is followed by one element.
     for (double size = static_cast<double>(a_.min_bytes); size <= static_cast<double>(a_.max_bytes);
          size = size > 0 ? size * a_.factor : static_cast<double>(es)) {
@@ -179,7 +183,7 @@ class Driver {
       wrong += row.wrong[0] + row.wrong[1];
       if (rank_ == 0) print_row(count * es, count, row);
     }
-    steal_ = steal_share(ticks_before, cpu_ticks());
+    steal_ = comm::steal_share(ticks_before, comm::cpu_ticks());
     return wrong;
   }
 
@@ -188,7 +192,7 @@ class Driver {
 
  private:
   Row measure(const Shape& s) {
-    RowBuffers b(c_, s, a_.dtype, rank_, a_.shared_memory);
+    RowBuffers b(c_, s, a_, rank_);
     Row row;
     for (bool in_place : {false, true}) {
       if (in_place) b.reset_in_place();
@@ -256,7 +260,8 @@ class Driver {
         "sleeps, 1 ms at most each, and any other blocking); each costs a wake-up\n");
     std::printf("# buffers: %s (both libraries run on them)\n",
                 a_.shared_memory ? "SharedHostMemory, -R 1 (Seam's zero-copy schedules)"
-                                 : "plain host memory, -R 0");
+                : a_.huge_pages  ? "plain host memory on transparent huge pages, -H 1"
+                                 : "plain host memory, -R 0 -H 0");
     std::printf("#\n");
     constexpr const char* kColumns =
         "# %10s %12s %8s %6s   %9s %7s %7s %6s   %9s %7s %7s %6s   %9s %8s %6s %6s  %s\n";

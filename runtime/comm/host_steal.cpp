@@ -1,10 +1,10 @@
-#include "tools/perf/host_steal.h"
+#include "runtime/comm/host_steal.h"
 
 #include <fstream>
 #include <sstream>
 #include <string>
 
-namespace seam::perf {
+namespace seam::comm {
 
 std::optional<CpuTicks> cpu_ticks() {
   std::ifstream stat("/proc/stat");
@@ -31,4 +31,4 @@ std::optional<double> steal_share(const std::optional<CpuTicks>& before,
          static_cast<double>(after->total - before->total);
 }
 
-}  // namespace seam::perf
+}  // namespace seam::comm

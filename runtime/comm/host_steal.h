@@ -1,14 +1,14 @@
-// How much of its vCPUs' time a virtual machine's host took for other guests while the rows
-// ran (/proc/stat's steal). Bursts of it made Seam's 8-rank rows on the GPU host 3-10x slower
-// than their usual times: a collective waits for its slowest rank, and every rank's vCPU can be
-// the stolen one. The perf binaries print it under their table, so a noisy row can be told from
-// a slow library.
+// How much of its vCPUs' time a virtual machine's host took for other guests (/proc/stat's
+// steal). Bursts of it made Seam's 8-rank calls on the GPU host 3-10x slower than their usual
+// times: a collective waits for its slowest rank, and every busy vCPU can be the stolen one. The
+// helper threads stand down while it lasts (collectives/steal_watch.h), and the perf binaries
+// print it under their table, so that a noisy row can be told from a slow library.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 
-namespace seam::perf {
+namespace seam::comm {
 
 /// The steal and total time of all CPUs, in clock ticks, since boot.
 struct CpuTicks {
@@ -24,4 +24,4 @@ std::optional<CpuTicks> cpu_ticks();
 std::optional<double> steal_share(const std::optional<CpuTicks>& before,
                                   const std::optional<CpuTicks>& after);
 
-}  // namespace seam::perf
+}  // namespace seam::comm
