@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -9,21 +10,50 @@
 
 namespace seam {
 
-Buffer::Buffer(size_t bytes, Pages pages) : bytes_(bytes) {
-  if (bytes == 0) return;
-  constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t alignment = pages == Pages::huge ? kHugePage : 64;
-  const size_t allocated = (bytes + alignment - 1) / alignment * alignment;
-  void* p = std::aligned_alloc(alignment, allocated);
-  if (!p) throw std::bad_alloc();
-  // Advised before the first touch, so that the memset below faults huge pages in; a kernel
-  // without them (or with THP off) keeps base pages, which only costs speed.
-  if (pages == Pages::huge) madvise(p, allocated, MADV_HUGEPAGE);
-  std::memset(p, 0, bytes);
-  ptr_.reset(p);
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+
+/// `length` bytes (whole huge pages) mapped at a 2 MiB boundary and advised onto huge pages
+/// before anything touches them: memory from malloc may have been touched already, and its
+/// pages stay small. A kernel without them (or with THP off) keeps base pages, which only
+/// costs speed.
+void* map_huge(size_t length) {
+  void* raw =
+      mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  char* begin = static_cast<char*>(raw);
+  char* aligned = begin + (kHugePage - reinterpret_cast<uintptr_t>(begin) % kHugePage) % kHugePage;
+  if (aligned > begin) munmap(begin, aligned - begin);
+  if (char* end = begin + length + kHugePage; end > aligned + length)
+    munmap(aligned + length, end - (aligned + length));
+  madvise(aligned, length, MADV_HUGEPAGE);
+  return aligned;
 }
 
-void Buffer::Free::operator()(void* p) const { std::free(p); }
+}  // namespace
+
+Buffer::Buffer(size_t bytes, Pages pages) : bytes_(bytes) {
+  if (bytes == 0) return;
+  if (pages == Pages::huge) {
+    const size_t length = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+    ptr_ = std::unique_ptr<void, Free>(map_huge(length), Free{length});
+  } else {
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p) throw std::bad_alloc();
+    ptr_ = std::unique_ptr<void, Free>(p, Free{0});
+  }
+  // Zero pages already, but touched here so that their faults (and huge pages) come now, not
+  // in the first collective.
+  std::memset(ptr_.get(), 0, bytes);
+}
+
+void Buffer::Free::operator()(void* p) const {
+  if (mapped)
+    munmap(p, mapped);
+  else
+    std::free(p);
+}
 
 Tensor Buffer::as_tensor(DType dtype, int64_t rows, int64_t cols) const {
   if (static_cast<size_t>(rows * cols) * dtype_size(dtype) > bytes_)

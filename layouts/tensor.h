@@ -56,13 +56,12 @@ struct Tensor {
   bool empty() const { return rows == 0; }
 };
 
-/// How a Buffer's pages are backed. `huge`: aligned to 2 MiB and advised onto transparent huge
-/// pages (madvise MADV_HUGEPAGE; the kernel may still give base pages). Single-copy collectives
-/// pin each page of a peer's buffer on every call: on the GPU host's Xeon, 2-rank gathers and
-/// reduce-scatters of 1-64 MiB ran 8-15% faster on huge pages; on the dev VM, no faster.
+/// How a Buffer's pages are backed: `huge` maps it onto transparent huge pages where the kernel
+/// grants them (fewer pages for single-copy collectives to pin; README, the perf binaries' -H).
 enum class Pages { base, huge };
 
-/// Owned, 64-byte aligned, zero-initialised host memory.
+/// Owned, zero-initialised host memory: 64-byte aligned, or with Pages::huge a mapping of its own
+/// at a 2 MiB boundary.
 class Buffer {
  public:
   Buffer() = default;
@@ -74,6 +73,7 @@ class Buffer {
 
  private:
   struct Free {
+    size_t mapped;  // the length of a mapping of its own, or 0: from malloc
     void operator()(void* p) const;
   };
   std::unique_ptr<void, Free> ptr_;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "layouts/config.h"
 #include "runtime/collectives/blocks.h"
 #include "runtime/collectives/helper_threads.h"
 #include "runtime/collectives/shm_region.h"
@@ -16,7 +15,7 @@ namespace {
 /// (steal_watch.h); SEAM_HELPER_THREADS keeps them whatever the host does.
 int helpers_now(const ShmRegion& region) {
   const int threads = region.helper_threads();
-  if (threads == 0 || Config::get().helper_threads >= 0) return threads;
+  if (threads == 0 || !region.helpers_automatic()) return threads;
   return host_stealing() ? 0 : threads;
 }
 

@@ -252,6 +252,7 @@ void ShmRegion::decide(bool single_copy_allowed, bool single_copy_preferred, boo
   // system's bandwidth, not the cores', is what the second one reaches for).
   constexpr int kAutomaticMost = 3;
   const int configured = Config::get().helper_threads;
+  helpers_automatic_ = configured < 0;
   helper_threads_ = configured >= 0 ? configured
                                     : std::clamp(cores / ranks() - 1, 0, kAutomaticMost);
 }

@@ -95,6 +95,9 @@ class ShmRegion {
   /// Threads of this process that take parts of a large call's copies and folds
   /// (helper_threads.h): SEAM_HELPER_THREADS, or one less than the cores per rank, at most 3.
   int helper_threads() const { return helper_threads_; }
+  /// Whether helper_threads() was chosen here, not by SEAM_HELPER_THREADS: only then do the
+  /// helpers stand down while the host steals (steal_watch.h).
+  bool helpers_automatic() const { return helpers_automatic_; }
   /// Sets the group-wide verdicts (end of set-up): `cores` is how many the ranks may run on.
   void decide(bool single_copy_allowed, bool single_copy_preferred, bool oversubscribed, int cores);
   /// Copies `bytes` at `remote` in rank r's process to `local`. Throws CommError on failure.
@@ -155,6 +158,7 @@ class ShmRegion {
   bool single_copy_preferred_ = false;
   bool oversubscribed_ = false;
   int helper_threads_ = 0;
+  bool helpers_automatic_ = false;
   ScheduleTuner tuner_;
 };
 

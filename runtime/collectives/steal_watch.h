@@ -1,12 +1,14 @@
 // Whether the host of this virtual machine is stealing its CPUs' time now. While it is, a rank's
-// helper threads stand down: with one helper a rank, the 8 ranks on the GPU host's 16 vCPUs keep
-// every vCPU busy, so whichever vCPU the host takes holds up a call's slowest part, where
-// without helpers half the vCPUs stay free to absorb it. (GPU host, 8 ranks, noisy reps:
-// helpers off faster in 11 of 16 rows from 1 MiB, up to 4.6x; calm reps: helpers 1.5-2x
-// faster. bench/RESULTS.md, fourteenth session.)
+// automatic helper threads stand down: with one helper a rank, the 8 ranks on the GPU host's 16
+// vCPUs keep every vCPU busy, so whichever vCPU the host takes holds up a call's slowest part;
+// without helpers half the vCPUs stay free to absorb it (bench/RESULTS.md, fourteenth and
+// fifteenth sessions).
 #pragma once
 
+#include <chrono>
 #include <optional>
+
+#include "runtime/comm/host_steal.h"
 
 namespace seam::collectives {
 
@@ -14,13 +16,34 @@ namespace seam::collectives {
 /// which they return: apart, so that a share near one threshold does not flip them every window.
 constexpr double kStealStandDown = 0.01, kStealReturn = 0.003;
 
-/// The next judgement from the last one and the share measured over the latest window (none
-/// where it could not be measured: the last judgement stands).
-bool judge_stealing(bool stealing, std::optional<double> share);
+/// Judges the host's steal from readings of /proc/stat's ticks taken a window apart or more
+/// (the caller reads and times them; not thread-safe).
+class StealWatch {
+ public:
+  using Clock = std::chrono::steady_clock;
+  /// /proc/stat counts 10 ms ticks: a second of 2-16 vCPUs is 200-1600 of them, enough to tell
+  /// 1% of steal from none (bursts on the GPU host lasted minutes).
+  static constexpr Clock::duration kWindow = std::chrono::seconds(1);
+  /// A reading this old judges nothing: its window would mix an old burst with the present.
+  static constexpr Clock::duration kStale = 2 * kWindow;
 
-/// Whether the host has stolen a noticeable share of this machine's CPU time lately, from
-/// /proc/stat over windows of a second or more, read by whichever call asks first once a window
-/// has passed (a read costs a few microseconds); false where /proc/stat shows no steal.
+  /// Whether a window has passed since the last reading (or there was none).
+  bool due(Clock::time_point now) const { return !read_ || now - at_ >= kWindow; }
+  /// Takes the reading `ticks` (none where /proc/stat could not be read) at `now` and judges
+  /// the window since the last one; after none, or a stale one, it only starts over (not
+  /// stealing). Returns the judgement.
+  bool look(Clock::time_point now, std::optional<comm::CpuTicks> ticks);
+  bool stealing() const { return stealing_; }
+
+ private:
+  bool read_ = false;  // a reading was tried: at_ is its time
+  Clock::time_point at_{};
+  std::optional<comm::CpuTicks> ticks_;
+  bool stealing_ = false;
+};
+
+/// This process's judgement (a StealWatch read by whichever call asks first once a window has
+/// passed; a read costs a few microseconds): false where /proc/stat shows no steal.
 bool host_stealing();
 
 }  // namespace seam::collectives

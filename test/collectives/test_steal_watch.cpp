@@ -6,9 +6,9 @@
 
 namespace seam::test {
 
-using collectives::judge_stealing;
 using collectives::kStealReturn;
 using collectives::kStealStandDown;
+using collectives::StealWatch;
 
 TEST_CASE("the steal share is the steal ticks over all ticks between two readings") {
   const comm::CpuTicks before{10, 1000}, after{30, 3000};
@@ -26,21 +26,54 @@ TEST_CASE("this machine's ticks can be read") {
   CHECK(first->steal <= first->total);
 }
 
+/// Readings a window apart whose windows have the given steal shares (1000 ticks each).
+struct Readings {
+  StealWatch watch;
+  StealWatch::Clock::time_point now{};
+  comm::CpuTicks ticks{0, 0};
+  bool first() { return watch.look(now, ticks); }
+  bool next(double share, StealWatch::Clock::duration after = StealWatch::kWindow) {
+    now += after;
+    ticks.steal += static_cast<uint64_t>(share * 1000);
+    ticks.total += 1000;
+    return watch.look(now, ticks);
+  }
+};
+
 TEST_CASE("helpers stand down from one share and return below a lower one") {
-  CHECK_FALSE(judge_stealing(false, 0.0));
-  CHECK_FALSE(judge_stealing(false, kStealStandDown / 2));
-  CHECK(judge_stealing(false, kStealStandDown));
-  CHECK(judge_stealing(true, kStealStandDown / 2));  // between the two: the judgement stays
-  CHECK(judge_stealing(true, kStealReturn));
-  CHECK_FALSE(judge_stealing(true, kStealReturn / 2));
-  // No measurement (no tick passed, or an unreadable /proc/stat): the last judgement stands.
-  CHECK(judge_stealing(true, std::nullopt));
-  CHECK_FALSE(judge_stealing(false, std::nullopt));
+  Readings r;
+  CHECK_FALSE(r.first());  // a baseline only
+  CHECK_FALSE(r.next(kStealStandDown / 2));
+  CHECK(r.next(kStealStandDown));
+  CHECK(r.next(kStealStandDown / 2));  // between the two thresholds: the judgement stays
+  CHECK(r.next(kStealReturn));
+  CHECK_FALSE(r.next(kStealReturn / 2));
+  CHECK_FALSE(r.next(kStealStandDown / 2));
+}
+
+TEST_CASE("a reading is due once a window has passed, and a stale one judges nothing") {
+  Readings r;
+  CHECK(r.watch.due(r.now));  // none yet
+  r.first();
+  CHECK_FALSE(r.watch.due(r.now + StealWatch::kWindow / 2));
+  CHECK(r.watch.due(r.now + StealWatch::kWindow));
+  CHECK(r.next(0.05));
+  // Minutes without a look: the window would average an old burst, so the watch starts over.
+  CHECK_FALSE(r.next(0.05, std::chrono::minutes(3)));
+  CHECK(r.next(0.05));
+}
+
+TEST_CASE("an unreadable /proc/stat leaves helpers as they are, and is tried once a window") {
+  Readings r;
+  r.first();
+  CHECK(r.next(0.05));
+  r.now += StealWatch::kWindow;
+  CHECK(r.watch.look(r.now, std::nullopt));  // no share: the judgement stands
+  CHECK_FALSE(r.watch.due(r.now + StealWatch::kWindow / 2));
 }
 
 TEST_CASE("a first look at the host's steal judges none") {
-  // The first reading is only a baseline: nothing to judge from yet.
-  CHECK_FALSE(collectives::host_stealing());
+  CHECK_FALSE(collectives::host_stealing());  // a baseline only
 }
 
 }  // namespace seam::test
