@@ -33,7 +33,6 @@ class StealWatch {
   /// the window since the last one; after none, or a stale one, it only starts over (not
   /// stealing). Returns the judgement.
   bool look(Clock::time_point now, std::optional<comm::CpuTicks> ticks);
-  bool stealing() const { return stealing_; }
 
  private:
   bool read_ = false;  // a reading was tried: at_ is its time
