@@ -62,6 +62,29 @@ inline size_t slot_place(int ranks, uint64_t round, size_t bytes, size_t slot_by
   return (round / 2 % (window / stride)) * stride;
 }
 
+/// Whether rounds of `bytes` move their place from round to round (slot_place).
+inline bool places_move(int ranks, size_t bytes, size_t slot_bytes) {
+  return slot_place(ranks, 2, bytes, slot_bytes) != 0;  // round 2 takes the second place
+}
+
+/// Once this rank has filled its place of round `round` (`bytes`, slot_place) and published it:
+/// asks for the place the next round of as many bytes will fill, owned for writing (PREFETCHW),
+/// without waiting. Its lines were last written rounds ago and the peer still holds them from
+/// its read; a store must take them back first, and the fence after the next round's copy
+/// (BufferExchange's look for sleepers) would wait for every one. Only where places move: a
+/// fixed place may still be read by the peer. (Dev, 2 ranks, 100,000 calls: 4 KiB all-gather
+/// 0.93-1.06 -> 0.65-0.73 us.)
+inline void claim_next_place(const ShmRegion& region, int me, uint64_t round, size_t bytes) {
+  const int ranks = region.ranks();
+  if (!places_move(ranks, bytes, region.slot_bytes())) return;
+#if defined(__x86_64__)
+  const char* place = region.slot(me, round + 1) + slot_place(ranks, round + 1, bytes, region.slot_bytes());
+  for (size_t at = 0; at < bytes; at += 64) asm volatile("prefetchw %0" : : "m"(place[at]));
+#else
+  (void)me, (void)round;
+#endif
+}
+
 /// The ranks in the order rank `me` visits them: me + 1, me + 2, ... (and me last when
 /// `with_me`), so that ranks in step read from different peers, not all from rank 0 at once
 /// (single-copy reads of one process serialise on its page tables). A range for range-for
