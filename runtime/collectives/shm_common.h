@@ -43,6 +43,12 @@ inline uint64_t rounds_for(size_t elements, size_t per_round) {
   return elements ? ceil_div(elements, per_round) : 1;
 }
 
+/// The smallest rounds whose places move (slot_place): from 1 KiB, since claim_next_place took
+/// back what moving cost below 2 KiB (dev, 2 ranks, 50,000 calls: all-reduce 1 KiB 0.62-0.63 ->
+/// 0.45-0.47 us, all-gather 2 KiB 0.68-0.70 -> 0.49-0.52); reduce-scatters from 2 KiB, whose
+/// 1 KiB calls still lost (0.58-0.60 -> 0.61-0.65).
+constexpr size_t kPlacedFromBytes = 1024, kScatterPlacedFromBytes = 2048;
+
 /// Where in its slot round `round` puts its `bytes` (alike on every rank): among two ranks, for
 /// 2 KiB up to half of ShmRegion::kPlacedBytes (small calls, and the short last round of a long
 /// all-reduce), at the next place of the slot's head, round after round, so that a writer seldom
@@ -51,20 +57,20 @@ inline uint64_t rounds_for(size_t elements, size_t per_round) {
 /// 1.15-1.32 -> 0.96-0.97 us, 32 KiB 3.10 -> 2.36-2.42, all-reduce 2 KiB 1.08-1.10 -> 1.00-1.02,
 /// 32 KiB 5.74-5.78 -> 3.94-3.97, reduce-scatter 4 KiB 1.24-1.26 -> 1.05-1.06; Xeon all-reduce
 /// 32 KiB 7.4-8.0 -> 5.3-5.4, all-gather 32 KiB 4.1-4.2 -> 3.5-3.6, 4 KiB even to 1.16x slower
-/// (all-gatherv). Below 2 KiB it did not pay (dev 1 KiB reduce-scatter 0.56-0.57 -> 0.59-0.66
-/// us); at 8 ranks it lost (Xeon all-gather 32 KiB 5.2-6.5 -> 7.8 us).
-inline size_t slot_place(int ranks, uint64_t round, size_t bytes, size_t slot_bytes) {
-  constexpr size_t kFromBytes = 2 * 1024;
+/// (all-gatherv). At 8 ranks it lost (Xeon all-gather 32 KiB 5.2-6.5 -> 7.8 us). Rounds below
+/// `from_bytes` keep their place (PlacedFrom).
+inline size_t slot_place(int ranks, uint64_t round, size_t bytes, size_t slot_bytes,
+                         size_t from_bytes = kPlacedFromBytes) {
   const size_t window = std::min(ShmRegion::kPlacedBytes, slot_bytes);
   const size_t stride = ceil_div(bytes, 64) * 64;
-  if (ranks != 2 || bytes < kFromBytes || 2 * stride > window) return 0;
+  if (ranks != 2 || bytes < from_bytes || 2 * stride > window) return 0;
   // Rounds alternate between a rank's two slots: each slot sees every other round.
   return (round / 2 % (window / stride)) * stride;
 }
 
 /// Whether rounds of `bytes` move their place from round to round (slot_place).
-inline bool places_move(int ranks, size_t bytes, size_t slot_bytes) {
-  return slot_place(ranks, 2, bytes, slot_bytes) != 0;  // round 2 takes the second place
+inline bool places_move(int ranks, size_t bytes, size_t slot_bytes, size_t from_bytes) {
+  return slot_place(ranks, 2, bytes, slot_bytes, from_bytes) != 0;  // round 2: the second place
 }
 
 /// Once this rank has filled its place of round `round` (`bytes`, slot_place) and published it:
@@ -74,14 +80,16 @@ inline bool places_move(int ranks, size_t bytes, size_t slot_bytes) {
 /// (BufferExchange's look for sleepers) would wait for every one. Only where places move: a
 /// fixed place may still be read by the peer. (Dev, 2 ranks, 100,000 calls: 4 KiB all-gather
 /// 0.93-1.06 -> 0.65-0.73 us.)
-inline void claim_next_place(const ShmRegion& region, int me, uint64_t round, size_t bytes) {
+inline void claim_next_place(const ShmRegion& region, int me, uint64_t round, size_t bytes,
+                             size_t from_bytes = kPlacedFromBytes) {
   const int ranks = region.ranks();
-  if (!places_move(ranks, bytes, region.slot_bytes())) return;
+  if (!places_move(ranks, bytes, region.slot_bytes(), from_bytes)) return;
 #if defined(__x86_64__)
-  const char* place = region.slot(me, round + 1) + slot_place(ranks, round + 1, bytes, region.slot_bytes());
+  const char* place = region.slot(me, round + 1) +
+                      slot_place(ranks, round + 1, bytes, region.slot_bytes(), from_bytes);
   for (size_t at = 0; at < bytes; at += 64) asm volatile("prefetchw %0" : : "m"(place[at]));
 #else
-  (void)me, (void)round;
+  (void)me, (void)round, (void)from_bytes;
 #endif
 }
 

@@ -424,7 +424,8 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   Sources sources(n);
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
     const uint64_t round = exchange.round();
-    const size_t place = slot_place(n, round, at[n] * es, region->slot_bytes());
+    const size_t place =
+        slot_place(n, round, at[n] * es, region->slot_bytes(), kScatterPlacedFromBytes);
     auto slot_of = [&](int p) { return region->slot(p, round) + place; };
     char* mine = slot_of(me);
     // Block j's piece of this round: slot positions [at[j], piece_end(j)), from send + from(j).
@@ -437,7 +438,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
         if (j != me) copies[j] = {mine + at[j] * es, from(j), (piece_end(j) - at[j]) * es};
       helpers.copy(copies);
       exchange.announce();
-      claim_next_place(*region, me, round, at[n] * es);
+      claim_next_place(*region, me, round, at[n] * es, kScatterPlacedFromBytes);
       co_await exchange.peers_ready();
       for (int p = 0; p < n; ++p) sources[p] = p == me ? from(me) : slot_of(p) + at[me] * es;
       helpers.reduce(to, sources, piece_end(me) - at[me], dtype, op, store);
@@ -456,7 +457,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
     }
     helpers.copy(copies);
     exchange.announce();
-    claim_next_place(*region, me, round, at[n] * es);
+    claim_next_place(*region, me, round, at[n] * es, kScatterPlacedFromBytes);
     co_await exchange.peers_ready();
     // This rank's share: the parts of its own block straight into out, the others' into its
     // result slot, where their owners copy them from. Part j: slot positions [first[j],

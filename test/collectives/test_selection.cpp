@@ -227,9 +227,14 @@ TEST_CASE("block helpers and InlineVector, in place and on the heap") {
 TEST_CASE("slot_place rotates two ranks' single-round data through the slot's first 64 KiB") {
   using seam::collectives::slot_place;
   constexpr size_t kSlot = 1 << 20;
-  for (size_t bytes : {1, 64, 2047})  // small calls stay at the start
+  using seam::collectives::kScatterPlacedFromBytes;
+  for (size_t bytes : {1, 64, 1023})  // small calls stay at the start
     for (uint64_t round = 1; round < 100; ++round) CHECK(slot_place(2, round, bytes, kSlot) == 0);
-  for (size_t bytes : {2048, 4096, 5000, 32768}) {
+  for (uint64_t round = 1; round < 100; ++round)  // reduce-scatters' from 2 KiB
+    CHECK(slot_place(2, round, 2047, kSlot, kScatterPlacedFromBytes) == 0);
+  CHECK(seam::collectives::places_move(2, 2048, kSlot, kScatterPlacedFromBytes));
+  CHECK_FALSE(seam::collectives::places_move(2, 1023, kSlot, seam::collectives::kPlacedFromBytes));
+  for (size_t bytes : {1024, 2048, 4096, 5000, 32768}) {
     CAPTURE(bytes);
     size_t distinct = 0, previous = 1;
     for (uint64_t round = 1; round < 400; ++round) {
