@@ -49,16 +49,16 @@ inline uint64_t rounds_for(size_t elements, size_t per_round) {
 /// 1 KiB calls still lost (0.58-0.60 -> 0.61-0.65).
 constexpr size_t kPlacedFromBytes = 1024, kScatterPlacedFromBytes = 2048;
 
-/// Where in its slot round `round` puts its `bytes` (alike on every rank): among two ranks, for
-/// 2 KiB up to half of ShmRegion::kPlacedBytes (small calls, and the short last round of a long
-/// all-reduce), at the next place of the slot's head, round after round, so that a writer seldom
-/// rewrites lines its peer has just read (it would wait for them to be taken back from the
+/// Where in its slot round `round` puts its `bytes` (alike on every rank): among two ranks, from
+/// `from_bytes` up to half of ShmRegion::kPlacedBytes (small calls, and the short last round of a
+/// long all-reduce), at the next place of the slot's head, round after round, so that a writer
+/// seldom rewrites lines its peer has just read (it would wait for them to be taken back from the
 /// peer's cache first); otherwise at the start. 2 ranks, 2000 calls: dev all-gather 4 KiB
 /// 1.15-1.32 -> 0.96-0.97 us, 32 KiB 3.10 -> 2.36-2.42, all-reduce 2 KiB 1.08-1.10 -> 1.00-1.02,
 /// 32 KiB 5.74-5.78 -> 3.94-3.97, reduce-scatter 4 KiB 1.24-1.26 -> 1.05-1.06; Xeon all-reduce
 /// 32 KiB 7.4-8.0 -> 5.3-5.4, all-gather 32 KiB 4.1-4.2 -> 3.5-3.6, 4 KiB even to 1.16x slower
-/// (all-gatherv). At 8 ranks it lost (Xeon all-gather 32 KiB 5.2-6.5 -> 7.8 us). Rounds below
-/// `from_bytes` keep their place (PlacedFrom).
+/// (all-gatherv). At 8 ranks it lost (Xeon all-gather 32 KiB 5.2-6.5 -> 7.8 us). Those figures
+/// are from 2 KiB; kPlacedFromBytes says why smaller rounds move now.
 inline size_t slot_place(int ranks, uint64_t round, size_t bytes, size_t slot_bytes,
                          size_t from_bytes = kPlacedFromBytes) {
   const size_t window = std::min(ShmRegion::kPlacedBytes, slot_bytes);
@@ -89,7 +89,7 @@ inline void claim_next_place(const ShmRegion& region, int me, uint64_t round, si
                       slot_place(ranks, round + 1, bytes, region.slot_bytes(), from_bytes);
   for (size_t at = 0; at < bytes; at += 64) asm volatile("prefetchw %0" : : "m"(place[at]));
 #else
-  (void)me, (void)round, (void)from_bytes;
+  (void)me, (void)round;
 #endif
 }
 
