@@ -49,7 +49,7 @@ inline uint64_t rounds_for(size_t elements, size_t per_round) {
 /// 1 KiB calls still lost (0.58-0.60 -> 0.61-0.65).
 constexpr size_t kPlacedFromBytes = 1024, kScatterPlacedFromBytes = 2048;
 
-/// Where in its slot round `round` puts its `bytes` (alike on every rank): among two ranks, from
+/// Where in its slot each round of `bytes` puts them (alike on every rank): among two ranks, from
 /// `from_bytes` up to half of ShmRegion::kPlacedBytes (small calls, and the short last round of a
 /// long all-reduce), at the next place of the slot's head, round after round, so that a writer
 /// seldom rewrites lines its peer has just read (it would wait for them to be taken back from the
@@ -59,37 +59,45 @@ constexpr size_t kPlacedFromBytes = 1024, kScatterPlacedFromBytes = 2048;
 /// 32 KiB 7.4-8.0 -> 5.3-5.4, all-gather 32 KiB 4.1-4.2 -> 3.5-3.6, 4 KiB even to 1.16x slower
 /// (all-gatherv). At 8 ranks it lost (Xeon all-gather 32 KiB 5.2-6.5 -> 7.8 us). Those figures
 /// are from 2 KiB; kPlacedFromBytes says why smaller rounds move now.
-inline size_t slot_place(int ranks, uint64_t round, size_t bytes, size_t slot_bytes,
-                         size_t from_bytes = kPlacedFromBytes) {
+struct SlotPlaces {
+  size_t stride = 0;  ///< bytes from one place to the next
+  size_t count = 1;   ///< places in the window; 1: every round at the start
+  /// Whether rounds move from place to place.
+  bool move() const { return count > 1; }
+  /// Round `round`'s place: rounds alternate between a rank's two slots, so each slot sees every
+  /// other round.
+  size_t of(uint64_t round) const { return move() ? round / 2 % count * stride : 0; }
+};
+
+/// The places of rounds of `bytes` among `ranks` (those below `from_bytes` stay at the start).
+inline SlotPlaces slot_places(int ranks, size_t bytes, size_t slot_bytes,
+                              size_t from_bytes = kPlacedFromBytes) {
   const size_t window = std::min(ShmRegion::kPlacedBytes, slot_bytes);
   const size_t stride = ceil_div(bytes, 64) * 64;
-  if (ranks != 2 || bytes < from_bytes || 2 * stride > window) return 0;
-  // Rounds alternate between a rank's two slots: each slot sees every other round.
-  return (round / 2 % (window / stride)) * stride;
+  if (ranks != 2 || bytes < from_bytes || 2 * stride > window) return {};
+  return {stride, window / stride};
 }
 
-/// Whether rounds of `bytes` move their place from round to round (slot_place).
-inline bool places_move(int ranks, size_t bytes, size_t slot_bytes, size_t from_bytes) {
-  return slot_place(ranks, 2, bytes, slot_bytes, from_bytes) != 0;  // round 2: the second place
+/// Round `round`'s place for `bytes` (slot_places).
+inline size_t slot_place(int ranks, uint64_t round, size_t bytes, size_t slot_bytes,
+                         size_t from_bytes = kPlacedFromBytes) {
+  return slot_places(ranks, bytes, slot_bytes, from_bytes).of(round);
 }
 
-/// Once this rank has filled its place of round `round` (`bytes`, slot_place) and published it:
-/// asks for the place the next round of as many bytes will fill, owned for writing (PREFETCHW),
-/// without waiting. Its lines were last written rounds ago and the peer still holds them from
-/// its read; a store must take them back first, and the fence after the next round's copy
-/// (BufferExchange's look for sleepers) would wait for every one. Only where places move: a
-/// fixed place may still be read by the peer. (Dev, 2 ranks, 100,000 calls: 4 KiB all-gather
-/// 0.93-1.06 -> 0.65-0.73 us.)
-inline void claim_next_place(const ShmRegion& region, int me, uint64_t round, size_t bytes,
-                             size_t from_bytes = kPlacedFromBytes) {
-  const int ranks = region.ranks();
-  if (!places_move(ranks, bytes, region.slot_bytes(), from_bytes)) return;
+/// Once this rank has filled its place of round `round` (`bytes` at `places`) and published it:
+/// asks for the place of the next round, owned for writing (PREFETCHW), without waiting. Its
+/// lines were last written rounds ago and the peer still holds them from its read; a store must
+/// take them back first, and the fence after the next round's copy (BufferExchange's look for
+/// sleepers) would wait for every one. Only where places move: a fixed place may still be read
+/// by the peer. (Dev, 2 ranks, 100,000 calls: 4 KiB all-gather 0.93-1.06 -> 0.65-0.73 us.)
+inline void claim_next_place(const ShmRegion& region, int me, uint64_t round,
+                             const SlotPlaces& places, size_t bytes) {
+  if (!places.move()) return;
 #if defined(__x86_64__)
-  const char* place = region.slot(me, round + 1) +
-                      slot_place(ranks, round + 1, bytes, region.slot_bytes(), from_bytes);
+  const char* place = region.slot(me, round + 1) + places.of(round + 1);
   for (size_t at = 0; at < bytes; at += 64) asm volatile("prefetchw %0" : : "m"(place[at]));
 #else
-  (void)me, (void)round;
+  (void)region, (void)me, (void)round, (void)bytes;
 #endif
 }
 

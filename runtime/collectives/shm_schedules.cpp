@@ -309,12 +309,13 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
     const uint64_t round = exchange.round();
     const size_t begin = k * per_round, length = std::min(per_round, count - begin);
-    const size_t place = slot_place(n, round, length * es, region->slot_bytes());
+    const SlotPlaces places = slot_places(n, length * es, region->slot_bytes());
+    const size_t place = places.of(round);
     auto slot_of = [&](int p) { return region->slot(p, round) + place; };
     if (!in_shares) {
       std::memcpy(slot_of(me), send + begin * es, length * es);
       exchange.announce();
-      claim_next_place(*region, me, round, length * es);
+      claim_next_place(*region, me, round, places, length * es);
       co_await exchange.peers_ready();
       for (int p = 0; p < n; ++p) sources[p] = p == me ? send + begin * es : slot_of(p);
       kernels::reduce(recv + begin * es, sources, length, dtype, op, store);
@@ -328,7 +329,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
         {slot_of(me) + at[me + 1] * es, send + (begin + at[me + 1]) * es, (length - at[me + 1]) * es}};
     helpers.copy(copy_in);
     exchange.announce();
-    claim_next_place(*region, me, round, length * es);
+    claim_next_place(*region, me, round, places, length * es);
     co_await exchange.peers_ready();
     for (int p = 0; p < n; ++p)
       sources[p] = p == me ? send + (begin + at[me]) * es : slot_of(p) + at[me] * es;
@@ -424,8 +425,9 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   Sources sources(n);
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
     const uint64_t round = exchange.round();
-    const size_t place =
-        slot_place(n, round, at[n] * es, region->slot_bytes(), kScatterPlacedFromBytes);
+    const SlotPlaces places =
+        slot_places(n, at[n] * es, region->slot_bytes(), kScatterPlacedFromBytes);
+    const size_t place = places.of(round);
     auto slot_of = [&](int p) { return region->slot(p, round) + place; };
     char* mine = slot_of(me);
     // Block j's piece of this round: slot positions [at[j], piece_end(j)), from send + from(j).
@@ -438,7 +440,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
         if (j != me) copies[j] = {mine + at[j] * es, from(j), (piece_end(j) - at[j]) * es};
       helpers.copy(copies);
       exchange.announce();
-      claim_next_place(*region, me, round, at[n] * es, kScatterPlacedFromBytes);
+      claim_next_place(*region, me, round, places, at[n] * es);
       co_await exchange.peers_ready();
       for (int p = 0; p < n; ++p) sources[p] = p == me ? from(me) : slot_of(p) + at[me] * es;
       helpers.reduce(to, sources, piece_end(me) - at[me], dtype, op, store);
@@ -457,7 +459,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
     }
     helpers.copy(copies);
     exchange.announce();
-    claim_next_place(*region, me, round, at[n] * es, kScatterPlacedFromBytes);
+    claim_next_place(*region, me, round, places, at[n] * es);
     co_await exchange.peers_ready();
     // This rank's share: the parts of its own block straight into out, the others' into its
     // result slot, where their owners copy them from. Part j: slot positions [first[j],
@@ -627,11 +629,12 @@ comm::Task shm_all_gather_on(Group& g, RegionLease& region, std::string_view col
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
     const uint64_t round = exchange.round();
     const size_t place_bytes = ceil_div(largest, rounds) * es;
-    const size_t place = slot_place(n, round, place_bytes, region->slot_bytes());
+    const SlotPlaces places = slot_places(n, place_bytes, region->slot_bytes());
+    const size_t place = places.of(round);
     helpers.copy(region->slot(me, round) + place, send + k * pieces.piece[me] * es,
                  pieces.length(counts[me], me, k) * es);
     exchange.announce();
-    claim_next_place(*region, me, round, place_bytes);
+    claim_next_place(*region, me, round, places, place_bytes);
     // This rank's own block moves while the peers fill their first slots.
     if (k == 0 && own != send) helpers.copy(own, send, counts[me] * es, store);
     co_await exchange.peers_ready();

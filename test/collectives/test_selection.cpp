@@ -232,8 +232,8 @@ TEST_CASE("slot_place rotates two ranks' single-round data through the slot's fi
     for (uint64_t round = 1; round < 100; ++round) CHECK(slot_place(2, round, bytes, kSlot) == 0);
   for (uint64_t round = 1; round < 100; ++round)  // reduce-scatters' from 2 KiB
     CHECK(slot_place(2, round, 2047, kSlot, kScatterPlacedFromBytes) == 0);
-  CHECK(seam::collectives::places_move(2, 2048, kSlot, kScatterPlacedFromBytes));
-  CHECK_FALSE(seam::collectives::places_move(2, 1023, kSlot, seam::collectives::kPlacedFromBytes));
+  CHECK(seam::collectives::slot_places(2, 2048, kSlot, kScatterPlacedFromBytes).move());
+  CHECK_FALSE(seam::collectives::slot_places(2, 1023, kSlot).move());
   for (size_t bytes : {1024, 2048, 4096, 5000, 32768}) {
     CAPTURE(bytes);
     size_t distinct = 0, previous = 1;

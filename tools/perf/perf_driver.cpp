@@ -226,8 +226,11 @@ class Driver {
       // 64 MiB all-gatherv on SharedHostMemory, 1 run in 10).
       MPI_Barrier(MPI_COMM_WORLD);
     }
-    comm_.all_reduce(row.seconds, row.seconds, 3, DType::f64, ReduceOp::max).wait();
-    comm_.all_reduce(&row.sleeps, &row.sleeps, 1, DType::f64, ReduceOp::max).wait();
+    // The slowest rank's times and the most sleeps, in one call.
+    double most[4] = {row.seconds[0], row.seconds[1], row.seconds[2], row.sleeps};
+    comm_.all_reduce(most, most, 4, DType::f64, ReduceOp::max).wait();
+    std::copy(most, most + 3, row.seconds);
+    row.sleeps = most[3];
     comm_.all_reduce(row.wrong, row.wrong, 2, DType::f64, ReduceOp::sum).wait();
     return row;
   }
