@@ -9,8 +9,10 @@
 namespace seam::collectives {
 namespace {
 
-// What the shared table holds per class: 0 undecided, else the schedule plus one.
+// What the shared table holds per class: 0 undecided, else the schedule plus one, with
+// kConfirm where that verdict is tentative and the class explores again.
 constexpr uint8_t kUndecided = 0;
+constexpr uint8_t kConfirm = 0x80;
 
 const char* kind_name(int entry) {
   static const char* const names[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast"};
@@ -41,8 +43,19 @@ ScheduleTuner::Choice ScheduleTuner::choose(Kind kind, size_t bytes,
   const int size_class = std::min(static_cast<int>(std::bit_width(bytes / kFromBytes)) - 1, kClasses - 1);
   choice.entry = static_cast<int>(kind) * kClasses + size_class;
   Entry& e = entries_[choice.entry];
-  const uint64_t call = e.calls++ % kPeriod;
   const uint64_t explored = kSamples * candidates.size();
+  if (e.calls == kPeriod) {  // explore again: the host may have moved the cores
+    e.calls = 0;
+    e.confirming = false;
+  }
+  // The first call that reads a verdict finds it marked tentative alike on every rank (rank 0
+  // only writes the next one at the end of an exploration), and then starts the confirmation.
+  if (e.calls == explored + 1 && !e.confirming &&
+      (table_[choice.entry].load(std::memory_order_acquire) & kConfirm)) {
+    e.calls = 0;
+    e.confirming = true;
+  }
+  const uint64_t call = e.calls++;
   if (call < explored) {
     // A block of calls per schedule, the first of each untimed: a call leaves the caches in
     // the state its schedule's next call finds (alternating, the single-copy calls found the
@@ -56,7 +69,7 @@ ScheduleTuner::Choice ScheduleTuner::choose(Kind kind, size_t bytes,
     e.explored = explored;
     starts_[2 * rank_ + choice.start_slot].store(steady_ns(), std::memory_order_relaxed);
   } else if (call > explored) {
-    const uint8_t decided = table_[choice.entry].load(std::memory_order_acquire);
+    const uint8_t decided = table_[choice.entry].load(std::memory_order_acquire) & ~kConfirm;
     if (decided != kUndecided) choice.schedule = static_cast<Schedule>(decided - 1);
   }
   return choice;
@@ -73,20 +86,33 @@ void ScheduleTuner::done(const Choice& choice) {
   // Per byte: a class holds calls of up to twice each other's size.
   const int s = static_cast<int>(choice.schedule);
   e.samples[s][e.taken[s]++] = static_cast<double>(steady_ns() - last_start) / choice.bytes;
-  if (e.calls % kPeriod != e.explored) return;
+  if (e.calls != e.explored) return;
   double typical[kSchedules];
   for (int t = 0; t < kSchedules; ++t) {
     typical[t] = median(std::span(e.samples[t].data(), e.taken[t]));
     e.taken[t] = 0;
   }
-  const Schedule verdict = decide(typical, choice.fallback);
-  table_[choice.entry].store(static_cast<uint8_t>(static_cast<int>(verdict) + 1),
+  Schedule verdict = decide(typical, choice.fallback);
+  std::string outcome = fmt::format("take {}", shm_variant_name(verdict));
+  uint8_t mark = 0;
+  if (e.confirming && verdict != e.tentative) {
+    outcome = fmt::format("keep {}: this exploration chose {}, the one before {}",
+                          shm_variant_name(choice.fallback), shm_variant_name(verdict),
+                          shm_variant_name(e.tentative));
+    verdict = choice.fallback;
+  } else if (!e.confirming && verdict != choice.fallback) {
+    outcome = fmt::format("would take {}: exploring again to confirm", shm_variant_name(verdict));
+    e.tentative = verdict;
+    mark = kConfirm;
+  }
+  table_[choice.entry].store(static_cast<uint8_t>((static_cast<int>(verdict) + 1) | mark),
                              std::memory_order_release);
-  SEAM_LOG_DEBUG("{}: calls of {} KiB to {} KiB take {} (median ns/B: slots {}, single-copy {}, "
-                 "slots-whole {})",
-                 kind_name(choice.entry), (kFromBytes << (choice.entry % kClasses)) / 1024,
-                 (kFromBytes << (choice.entry % kClasses + 1)) / 1024, shm_variant_name(verdict),
-                 shown(typical[0]), shown(typical[1]), shown(typical[2]));
+  SEAM_LOG_DEBUG(
+      "{}: calls of {} KiB to {} KiB {} (median ns/B: slots {}, single-copy {}, "
+      "slots-whole {})",
+      kind_name(choice.entry), (kFromBytes << (choice.entry % kClasses)) / 1024,
+      (kFromBytes << (choice.entry % kClasses + 1)) / 1024, outcome, shown(typical[0]),
+      shown(typical[1]), shown(typical[2]));
 }
 
 ScheduleTuner::Schedule ScheduleTuner::decide(const double (&typical)[kSchedules],

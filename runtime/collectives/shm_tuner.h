@@ -1,11 +1,11 @@
 // Chooses, per call size, between the shared-memory schedules that move plain buffers: through
 // the slots (two user-space copies through the caches), single-copy (the kernel reads and
-// writes the peers' buffers), and for all-reduces of two ranks, through the slots with each rank folding
-// the whole buffer (no shares: at two ranks it moves as many bytes between the cores as shares
-// do, for one wait instead of two). Which is faster depends on things only a measurement shows:
-// the kernel's copy speed, and where the host placed the ranks' cores (on the EPYC development
-// machine, 1-4 MiB all-gathers through the slots were 0.65x Open MPI with the vCPUs close
-// together and 4-5x with them far apart, where a single copy from memory stays at about 1x).
+// writes the peers' buffers), and for all-reduces of two ranks, through the slots with each rank
+// folding the whole buffer (no shares: at two ranks it moves as many bytes between the cores as
+// shares do, for one wait instead of two). Which is faster depends on things only a measurement
+// shows: the kernel's copy speed, and where the host placed the ranks' cores (on the EPYC
+// development machine, 1-4 MiB all-gathers through the slots were 0.65x Open MPI with the vCPUs
+// close together and 4-5x with them far apart, where a single copy from memory stays at about 1x).
 //
 // So calls of a size class (collective, power of two of bytes) first run each candidate
 // schedule a fixed number of times in a row; rank 0 times them (from the last rank's start) and
@@ -14,8 +14,12 @@
 // come in the same order with the same sizes on every rank), so all run the same schedule
 // without a message: a rank reads the winner only from the second call after the exploration,
 // by which time rank 0, which wrote it at the end of the last explored call, has published in
-// the call between (no rank gets a call ahead of a peer's publication). The classes explore
-// again every kPeriod calls, as the host may move the cores.
+// the call between (no rank gets a call ahead of a peer's publication). A verdict that leaves
+// the fallback is only tentative: rank 0 marks it so, every rank reads the mark at the same call
+// and the class explores once more; the second verdict must agree, or the fallback stays (dev
+// machine, 2 ranks, bf16 all-gather 16 MiB: one exploration in four chose the slots, which then
+// ran at 1.28x Open MPI, where single-copy ran at 0.8x). The classes explore again every kPeriod
+// calls, as the host may move the cores.
 #pragma once
 
 #include <array>
@@ -53,8 +57,9 @@ class ScheduleTuner {
   /// but its first are timed.
   static constexpr uint64_t kSamples = 5;
   /// The most calls of a size class before every rank runs the verdict: the exploration of
-  /// every schedule, then the call that still takes the fallback.
-  static constexpr int kSettlingCalls = kSamples * kSchedules + 1;
+  /// every schedule, then the call that still takes the fallback; twice where the first
+  /// verdict leaves the fallback and a second exploration confirms it.
+  static constexpr int kSettlingCalls = 2 * (kSamples * kSchedules + 1);
 
   /// One call's choice; hand it back to done() when the call ends.
   struct Choice {
@@ -78,7 +83,8 @@ class ScheduleTuner {
   /// The schedule for a call of `bytes` of `kind`, one of `candidates` (alike on every rank;
   /// explored in this order); `fallback` where nothing is measured yet.
   Choice choose(Kind kind, size_t bytes, std::span<const Schedule> candidates, Schedule fallback);
-  /// Records an exploration call's time; the last one of a round decides.
+  /// Records an exploration call's time; the last one of a round decides (or, where the first
+  /// round's verdict leaves the fallback, asks for a second round to confirm it).
   void done(const Choice& choice);
   /// The decision from the median time per byte of each schedule's timed calls (kUnmeasured
   /// where it did not run): another must be more than 10% faster than the fallback to replace
@@ -92,8 +98,10 @@ class ScheduleTuner {
  private:
   static constexpr uint64_t kPeriod = 4096;
   struct Entry {
-    uint64_t calls = 0;
+    uint64_t calls = 0;     // calls since the current exploration began
     uint64_t explored = 0;  // calls of the current exploration: kSamples per candidate
+    bool confirming = false;  // the current exploration confirms a verdict that left the fallback
+    Schedule tentative = Schedule::slots;                                // that verdict (rank 0)
     std::array<std::array<double, kSamples - 1>, kSchedules> samples{};  // ns per byte
     std::array<unsigned, kSchedules> taken{};                           // samples per schedule
   };

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "runtime/collectives/blocks.h"
@@ -127,6 +129,13 @@ namespace seam::test {
 using collectives::ScheduleTuner;
 using Schedule = ScheduleTuner::Schedule;
 
+/// Lets one explored call of the schedule `s` take longer where `slow(s)` says so (the time rank
+/// 0's tuner measures from both ranks' starts to its done()).
+template <class Slow>
+void take_time(Schedule s, Slow slow) {
+  if (slow(s)) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+}
+
 TEST_CASE("the schedule tuner explores each candidate in a row, then every rank reads rank 0's verdict") {
   std::atomic<uint8_t> table[ScheduleTuner::kTableBytes] = {};
   std::atomic<int64_t> starts[4] = {};
@@ -154,23 +163,75 @@ TEST_CASE("the schedule tuner explores each candidate in a row, then every rank 
     // Both left their start where rank 0 looks for it.
     CHECK(a.start_slot == b.start_slot);
     CHECK(starts[2 * 1 + b.start_slot].load() > 0);
+    take_time(a.schedule, [](Schedule s) { return s != Schedule::slots; });  // the fallback wins
     rank0.done(a);
     rank1.done(b);
   }
   // Rank 0 decided at the end of the last explored call; the next call still takes the
   // fallback (a peer may have chosen before the verdict was written), the ones after the verdict.
-  const uint8_t verdict = table[0 * ScheduleTuner::kClasses + 4].load();
-  REQUIRE(verdict != 0);
+  CHECK(table[0 * ScheduleTuner::kClasses + 4].load() == static_cast<int>(Schedule::slots) + 1);
   CHECK(rank1.choose(ScheduleTuner::Kind::all_reduce, bytes, three, Schedule::slots).schedule ==
         Schedule::slots);
-  CHECK(static_cast<int>(
-            rank1.choose(ScheduleTuner::Kind::all_reduce, bytes, three, Schedule::slots).schedule) ==
-        verdict - 1);
+  auto decided = rank1.choose(ScheduleTuner::Kind::all_reduce, bytes, three, Schedule::slots);
+  CHECK(decided.schedule == Schedule::slots);
+  CHECK_FALSE(decided.exploring);  // the fallback's verdict needs no confirmation
   // Other kinds and size classes have their own counts: they start exploring the first candidate.
   CHECK(rank1.choose(ScheduleTuner::Kind::all_gather, bytes, two, Schedule::single_copy).schedule ==
         Schedule::slots);
   CHECK(rank1.choose(ScheduleTuner::Kind::all_reduce, 2 * bytes, three, Schedule::single_copy)
             .schedule == Schedule::slots);
+}
+
+/// Runs 2-rank calls of a 1 MiB all-gather (candidates slots and single-copy, fallback
+/// single-copy) until both ranks take a verdict; `slow(s, exploration)` says which schedule is
+/// slow in the first (0) and second (1) exploration. Returns the verdict and counts the
+/// explored calls.
+template <class Slow>
+Schedule settle(Slow slow, int& explored_calls) {
+  std::atomic<uint8_t> table[ScheduleTuner::kTableBytes] = {};
+  std::atomic<int64_t> starts[4] = {};
+  ScheduleTuner rank0, rank1;
+  rank0.attach(table, starts, 2, 0);
+  rank1.attach(table, starts, 2, 1);
+  const Schedule two[] = {Schedule::slots, Schedule::single_copy};
+  explored_calls = 0;
+  for (int call = 0; call < ScheduleTuner::kSettlingCalls; ++call) {
+    auto a =
+        rank0.choose(ScheduleTuner::Kind::all_gather, size_t{1} << 20, two, Schedule::single_copy);
+    auto b =
+        rank1.choose(ScheduleTuner::Kind::all_gather, size_t{1} << 20, two, Schedule::single_copy);
+    REQUIRE(a.schedule == b.schedule);
+    REQUIRE(a.exploring == b.exploring);
+    const int exploration = explored_calls / 10;
+    explored_calls += a.exploring;
+    take_time(a.schedule, [&](Schedule s) { return slow(s, exploration); });
+    rank0.done(a);
+    rank1.done(b);
+  }
+  auto a =
+      rank0.choose(ScheduleTuner::Kind::all_gather, size_t{1} << 20, two, Schedule::single_copy);
+  auto b =
+      rank1.choose(ScheduleTuner::Kind::all_gather, size_t{1} << 20, two, Schedule::single_copy);
+  CHECK_FALSE(a.exploring);
+  CHECK(a.schedule == b.schedule);
+  return a.schedule;
+}
+
+TEST_CASE("the schedule tuner only leaves the fallback when a second exploration agrees") {
+  int explored = 0;
+  // Slots faster both times: taken after two explorations.
+  CHECK(settle([](Schedule s, int) { return s == Schedule::single_copy; }, explored) ==
+        Schedule::slots);
+  CHECK(explored == 20);
+  // Slots faster only in the first: the fallback stays.
+  CHECK(settle([](Schedule s,
+                  int exploration) { return (s == Schedule::single_copy) == (exploration == 0); },
+               explored) == Schedule::single_copy);
+  CHECK(explored == 20);
+  // The fallback faster: one exploration decides.
+  CHECK(settle([](Schedule s, int) { return s == Schedule::slots; }, explored) ==
+        Schedule::single_copy);
+  CHECK(explored == 10);
 }
 
 TEST_CASE("the schedule tuner keeps the fallback unless another schedule is more than 10% faster") {
