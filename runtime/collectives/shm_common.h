@@ -49,6 +49,12 @@ inline uint64_t rounds_for(size_t elements, size_t per_round) {
 /// 1 KiB calls still lost (0.58-0.60 -> 0.61-0.65).
 constexpr size_t kPlacedFromBytes = 1024, kScatterPlacedFromBytes = 2048;
 
+/// The places of small rounds span the slot's first 64 KiB; larger rounds take at least four
+/// places, up to ShmRegion::kPlacedBytes. (Dev, 2 ranks, 2000 calls, against two places in 64
+/// KiB: all-gatherv 32 KiB, blocks of 11 and 21 KiB, 3.59-3.62 us -> 2.65-2.73; reduce-scatter
+/// 32 KiB 3.33-3.35 -> 2.47-2.49. 128 KiB for every round slowed 1 KiB all-gathers by 15%.)
+constexpr size_t kPlacesWindowBytes = 64 * 1024, kLeastPlaces = 4;
+
 /// Where in its slot each round of `bytes` puts them (alike on every rank): among two ranks, from
 /// `from_bytes` up to half of ShmRegion::kPlacedBytes (small calls, and the short last round of a
 /// long all-reduce), at the next place of the slot's head, round after round, so that a writer
@@ -72,8 +78,9 @@ struct SlotPlaces {
 /// The places of rounds of `bytes` among `ranks` (those below `from_bytes` stay at the start).
 inline SlotPlaces slot_places(int ranks, size_t bytes, size_t slot_bytes,
                               size_t from_bytes = kPlacedFromBytes) {
-  const size_t window = std::min(ShmRegion::kPlacedBytes, slot_bytes);
   const size_t stride = ceil_div(bytes, 64) * 64;
+  const size_t window = std::min(
+      {std::max(kPlacesWindowBytes, kLeastPlaces * stride), ShmRegion::kPlacedBytes, slot_bytes});
   if (ranks != 2 || bytes < from_bytes || 2 * stride > window) return {};
   return {stride, window / stride};
 }

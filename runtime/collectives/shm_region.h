@@ -55,7 +55,7 @@ class ShmRegion {
   /// (slot_place). attach() maps its pages in: a first touch there would cost a page fault on
   /// each side in the middle of a call (dev, 2 ranks, all-gather 4 KiB, the first 41 calls:
   /// 2.78-3.00 us a call against 1.11-1.31 with the pages mapped).
-  static constexpr size_t kPlacedBytes = 64 * 1024;
+  static constexpr size_t kPlacedBytes = 128 * 1024;
   /// Rank r's result slot for `round`: where the two-phase schedules (all-reduce in shares,
   /// balanced reduce-scatter) leave what the rank folded for its peers.
   char* result(int rank, uint64_t round) const;

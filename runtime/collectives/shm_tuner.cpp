@@ -61,7 +61,9 @@ ScheduleTuner::Choice ScheduleTuner::choose(Kind kind, size_t bytes,
     // the state its schedule's next call finds (alternating, the single-copy calls found the
     // slots' state and lost to them on the Xeon at 2 ranks, 1 MiB all-gather, where in a row
     // they were faster).
-    if (call == 0) e.taken.fill(0);  // an exploration cut short by a failed call left samples
+    // A confirmation adds its samples to the first exploration's; otherwise an exploration
+    // starts afresh (one cut short by a failed call left samples).
+    if (call == 0 && !e.confirming) e.taken.fill(0);
     choice.schedule = candidates[call / kSamples];
     choice.exploring = true;
     choice.timed = rank_ == 0 && call % kSamples != 0;
@@ -88,31 +90,22 @@ void ScheduleTuner::done(const Choice& choice) {
   e.samples[s][e.taken[s]++] = static_cast<double>(steady_ns() - last_start) / choice.bytes;
   if (e.calls != e.explored) return;
   double typical[kSchedules];
-  for (int t = 0; t < kSchedules; ++t) {
+  for (int t = 0; t < kSchedules; ++t)
     typical[t] = median(std::span(e.samples[t].data(), e.taken[t]));
-    e.taken[t] = 0;
-  }
-  Schedule verdict = decide(typical, choice.fallback);
-  std::string outcome = fmt::format("take {}", shm_variant_name(verdict));
-  uint8_t mark = 0;
-  if (e.confirming && verdict != e.tentative) {
-    outcome = fmt::format("keep {}: this exploration chose {}, the one before {}",
-                          shm_variant_name(choice.fallback), shm_variant_name(verdict),
-                          shm_variant_name(e.tentative));
-    verdict = choice.fallback;
-  } else if (!e.confirming && verdict != choice.fallback) {
-    outcome = fmt::format("would take {}: exploring again to confirm", shm_variant_name(verdict));
-    e.tentative = verdict;
-    mark = kConfirm;
-  }
-  table_[choice.entry].store(static_cast<uint8_t>((static_cast<int>(verdict) + 1) | mark),
-                             std::memory_order_release);
+  const Schedule verdict = decide(typical, choice.fallback);
+  const bool tentative = !e.confirming && verdict != choice.fallback;
+  if (!tentative) e.taken.fill(0);
+  table_[choice.entry].store(
+      static_cast<uint8_t>((static_cast<int>(verdict) + 1) | (tentative ? kConfirm : 0)),
+      std::memory_order_release);
   SEAM_LOG_DEBUG(
-      "{}: calls of {} KiB to {} KiB {} (median ns/B: slots {}, single-copy {}, "
+      "{}: calls of {} KiB to {} KiB {} {}{} (median ns/B{}: slots {}, single-copy {}, "
       "slots-whole {})",
       kind_name(choice.entry), (kFromBytes << (choice.entry % kClasses)) / 1024,
-      (kFromBytes << (choice.entry % kClasses + 1)) / 1024, outcome, shown(typical[0]),
-      shown(typical[1]), shown(typical[2]));
+      (kFromBytes << (choice.entry % kClasses + 1)) / 1024, tentative ? "would take" : "take",
+      shm_variant_name(verdict), tentative ? ", exploring again to confirm" : "",
+      e.confirming ? " of both explorations" : "", shown(typical[0]), shown(typical[1]),
+      shown(typical[2]));
 }
 
 ScheduleTuner::Schedule ScheduleTuner::decide(const double (&typical)[kSchedules],

@@ -16,10 +16,12 @@
 // by which time rank 0, which wrote it at the end of the last explored call, has published in
 // the call between (no rank gets a call ahead of a peer's publication). A verdict that leaves
 // the fallback is only tentative: rank 0 marks it so, every rank reads the mark at the same call
-// and the class explores once more; the second verdict must agree, or the fallback stays (dev
+// and the class explores once more; the verdict is then taken from the samples of both (dev
 // machine, 2 ranks, bf16 all-gather 16 MiB: one exploration in four chose the slots, which then
-// ran at 1.28x Open MPI, where single-copy ran at 0.8x). The classes explore again every kPeriod
-// calls, as the host may move the cores.
+// ran at 1.28x Open MPI, where single-copy ran at 0.8x; requiring the second verdict to agree
+// instead lost 64 KiB all-reduces, where single-copy and the slots folding the whole buffer are
+// close and both 1.5x faster than the fallback: it kept the fallback in 4 runs of 8). The
+// classes explore again every kPeriod calls, as the host may move the cores.
 #pragma once
 
 #include <array>
@@ -84,7 +86,7 @@ class ScheduleTuner {
   /// explored in this order); `fallback` where nothing is measured yet.
   Choice choose(Kind kind, size_t bytes, std::span<const Schedule> candidates, Schedule fallback);
   /// Records an exploration call's time; the last one of a round decides (or, where the first
-  /// round's verdict leaves the fallback, asks for a second round to confirm it).
+  /// round's verdict leaves the fallback, asks for a second round, which decides from both).
   void done(const Choice& choice);
   /// The decision from the median time per byte of each schedule's timed calls (kUnmeasured
   /// where it did not run): another must be more than 10% faster than the fallback to replace
@@ -101,9 +103,9 @@ class ScheduleTuner {
     uint64_t calls = 0;     // calls since the current exploration began
     uint64_t explored = 0;  // calls of the current exploration: kSamples per candidate
     bool confirming = false;  // the current exploration confirms a verdict that left the fallback
-    Schedule tentative = Schedule::slots;                                // that verdict (rank 0)
-    std::array<std::array<double, kSamples - 1>, kSchedules> samples{};  // ns per byte
-    std::array<unsigned, kSchedules> taken{};                           // samples per schedule
+    // ns per byte, of the exploration and its confirmation (rank 0)
+    std::array<std::array<double, 2 * (kSamples - 1)>, kSchedules> samples{};
+    std::array<unsigned, kSchedules> taken{};  // samples per schedule
   };
   std::atomic<uint8_t>* table_ = nullptr;
   // Every rank records when it started an explored call; rank 0 times the call from the last

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -129,11 +130,11 @@ namespace seam::test {
 using collectives::ScheduleTuner;
 using Schedule = ScheduleTuner::Schedule;
 
-/// Lets one explored call of the schedule `s` take longer where `slow(s)` says so (the time rank
+/// Lets one explored call of the schedule `s` take `slow(s)` milliseconds more (the time rank
 /// 0's tuner measures from both ranks' starts to its done()).
 template <class Slow>
 void take_time(Schedule s, Slow slow) {
-  if (slow(s)) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  std::this_thread::sleep_for(std::chrono::milliseconds(slow(s)));
 }
 
 TEST_CASE("the schedule tuner explores each candidate in a row, then every rank reads rank 0's verdict") {
@@ -163,7 +164,8 @@ TEST_CASE("the schedule tuner explores each candidate in a row, then every rank 
     // Both left their start where rank 0 looks for it.
     CHECK(a.start_slot == b.start_slot);
     CHECK(starts[2 * 1 + b.start_slot].load() > 0);
-    take_time(a.schedule, [](Schedule s) { return s != Schedule::slots; });  // the fallback wins
+    take_time(a.schedule,
+              [](Schedule s) { return s == Schedule::slots ? 0 : 3; });  // the fallback wins
     rank0.done(a);
     rank1.done(b);
   }
@@ -183,9 +185,9 @@ TEST_CASE("the schedule tuner explores each candidate in a row, then every rank 
 }
 
 /// Runs 2-rank calls of a 1 MiB all-gather (candidates slots and single-copy, fallback
-/// single-copy) until both ranks take a verdict; `slow(s, exploration)` says which schedule is
-/// slow in the first (0) and second (1) exploration. Returns the verdict and counts the
-/// explored calls.
+/// single-copy) until both ranks take a verdict; `slow(s, exploration)` says how many
+/// milliseconds schedule s takes in the first (0) and second (1) exploration. Returns the
+/// verdict and counts the explored calls.
 template <class Slow>
 Schedule settle(Slow slow, int& explored_calls) {
   std::atomic<uint8_t> table[ScheduleTuner::kTableBytes] = {};
@@ -217,19 +219,22 @@ Schedule settle(Slow slow, int& explored_calls) {
   return a.schedule;
 }
 
-TEST_CASE("the schedule tuner only leaves the fallback when a second exploration agrees") {
+TEST_CASE("the schedule tuner leaves the fallback on the samples of two explorations") {
   int explored = 0;
   // Slots faster both times: taken after two explorations.
-  CHECK(settle([](Schedule s, int) { return s == Schedule::single_copy; }, explored) ==
+  CHECK(settle([](Schedule s, int) { return s == Schedule::single_copy ? 3 : 0; }, explored) ==
         Schedule::slots);
   CHECK(explored == 20);
-  // Slots faster only in the first: the fallback stays.
-  CHECK(settle([](Schedule s,
-                  int exploration) { return (s == Schedule::single_copy) == (exploration == 0); },
-               explored) == Schedule::single_copy);
+  // Slots faster in the first by 3 ms, slower in the second by 6: the fallback stays.
+  CHECK(settle(
+            [](Schedule s, int exploration) {
+              return exploration == 0 ? (s == Schedule::single_copy ? 3 : 0)
+                                      : (s == Schedule::slots ? 6 : 0);
+            },
+            explored) == Schedule::single_copy);
   CHECK(explored == 20);
   // The fallback faster: one exploration decides.
-  CHECK(settle([](Schedule s, int) { return s == Schedule::slots; }, explored) ==
+  CHECK(settle([](Schedule s, int) { return s == Schedule::slots ? 3 : 0; }, explored) ==
         Schedule::single_copy);
   CHECK(explored == 10);
 }
@@ -285,7 +290,9 @@ TEST_CASE("block helpers and InlineVector, in place and on the heap") {
   }
 }
 
-TEST_CASE("slot_place rotates two ranks' single-round data through the slot's first 64 KiB") {
+TEST_CASE(
+    "slot_place rotates two ranks' single-round data through the slot's first 64 KiB, or four "
+    "places up to 128 KiB") {
   using seam::collectives::slot_place;
   constexpr size_t kSlot = 1 << 20;
   using seam::collectives::kScatterPlacedFromBytes;
@@ -295,20 +302,22 @@ TEST_CASE("slot_place rotates two ranks' single-round data through the slot's fi
     CHECK(slot_place(2, round, 2047, kSlot, kScatterPlacedFromBytes) == 0);
   CHECK(seam::collectives::slot_places(2, 2048, kSlot, kScatterPlacedFromBytes).move());
   CHECK_FALSE(seam::collectives::slot_places(2, 1023, kSlot).move());
-  for (size_t bytes : {1024, 2048, 4096, 5000, 32768}) {
+  for (size_t bytes : {1024, 2048, 4096, 5000, 16384, 22000, 32768, 40000, 65536}) {
     CAPTURE(bytes);
-    size_t distinct = 0, previous = 1;
+    std::set<size_t> places;
     for (uint64_t round = 1; round < 400; ++round) {
       const size_t place = slot_place(2, round, bytes, kSlot);
       CHECK(place % 64 == 0);
-      CHECK(place + bytes <= 64 * 1024);
+      CHECK(place + bytes <= (bytes <= 16384 ? 64 * 1024 : 128 * 1024));
       CHECK(place == slot_place(2, round ^ 1, bytes, kSlot));  // both slots of a round pair
-      if (place != previous) ++distinct;
-      previous = place;
+      places.insert(place);
     }
-    CHECK(distinct > 1);  // it moves
+    CHECK(places.size() == (bytes <= 16384   ? 64 * 1024 / ((bytes + 63) / 64 * 64)
+                            : bytes <= 32768 ? 4
+                            : bytes == 40000 ? 3
+                                             : 2));
   }
-  CHECK(slot_place(2, 7, 40000, kSlot) == 0);  // two of these do not fit the window
+  CHECK(slot_place(2, 7, 70000, kSlot) == 0);  // two of these do not fit the window
   CHECK(slot_place(3, 7, 4096, kSlot) == 0);   // more ranks: always at the start
   CHECK(slot_place(2, 7, 0, kSlot) == 0);
   CHECK(slot_place(2, 9, 4096, 8192) + 4096 <= 8192);  // a slot smaller than the window
