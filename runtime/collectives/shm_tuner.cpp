@@ -61,8 +61,9 @@ ScheduleTuner::Choice ScheduleTuner::choose(Kind kind, size_t bytes,
     // the state its schedule's next call finds (alternating, the single-copy calls found the
     // slots' state and lost to them on the Xeon at 2 ranks, 1 MiB all-gather, where in a row
     // they were faster).
-    // A confirmation adds its samples to the first exploration's; otherwise an exploration
-    // starts afresh (one cut short by a failed call left samples).
+    // A confirmation adds its samples to the first exploration's; a first exploration starts
+    // afresh (done() cleared them at the last verdict already; this keeps the samples to two
+    // explorations' worth, the array's size, whatever happened before).
     if (call == 0 && !e.confirming) e.taken.fill(0);
     choice.schedule = candidates[call / kSamples];
     choice.exploring = true;
