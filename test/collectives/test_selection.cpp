@@ -220,32 +220,29 @@ Schedule settle(Slow slow, int& explored_calls) {
 }
 
 TEST_CASE("the schedule tuner leaves the fallback on the samples of two explorations") {
-  int explored = 0;
-  // Slots faster both times: taken after two explorations.
-  CHECK(settle([](Schedule s, int) { return s == Schedule::single_copy ? 3 : 0; }, explored) ==
-        Schedule::slots);
-  CHECK(explored == 20);
-  // Slots faster in the first by 3 ms, slower in the second by 6: the fallback stays.
-  CHECK(settle(
-            [](Schedule s, int exploration) {
-              return exploration == 0 ? (s == Schedule::single_copy ? 3 : 0)
-                                      : (s == Schedule::slots ? 6 : 0);
-            },
-            explored) == Schedule::single_copy);
-  CHECK(explored == 20);
-  // Slots faster in the first by 6 ms, slower in the second by 3: on the pooled samples the
-  // slots still win (medians 1.5 against 3 ms), where the second verdict alone would not.
-  CHECK(settle(
-            [](Schedule s, int exploration) {
-              return exploration == 0 ? (s == Schedule::single_copy ? 6 : 0)
-                                      : (s == Schedule::slots ? 3 : 0);
-            },
-            explored) == Schedule::slots);
-  CHECK(explored == 20);
-  // The fallback faster: one exploration decides.
-  CHECK(settle([](Schedule s, int) { return s == Schedule::slots ? 3 : 0; }, explored) ==
-        Schedule::single_copy);
-  CHECK(explored == 10);
+  struct Case {
+    int slots_ms[2], single_copy_ms[2];  // in the first and the second exploration
+    Schedule verdict;
+    int explored;
+  };
+  const Case cases[] = {
+      {{0, 0}, {3, 3}, Schedule::slots, 20},        // slots faster both times: taken after two
+      {{0, 6}, {3, 0}, Schedule::single_copy, 20},  // faster by 3 ms, then slower by 6: it stays
+      // Faster by 6 ms, then slower by 3: on the pooled samples the slots still win (medians
+      // 1.5 against 3 ms), where the second verdict alone would not.
+      {{0, 3}, {6, 0}, Schedule::slots, 20},
+      {{3, 3}, {0, 0}, Schedule::single_copy, 10},  // the fallback faster: one decides
+  };
+  for (const Case& c : cases) {
+    int explored = 0;
+    CHECK(settle(
+              [&](Schedule s, int exploration) {
+                return s == Schedule::slots ? c.slots_ms[exploration]
+                                            : c.single_copy_ms[exploration];
+              },
+              explored) == c.verdict);
+    CHECK(explored == c.explored);
+  }
 }
 
 TEST_CASE("the schedule tuner keeps the fallback unless another schedule is more than 10% faster") {
