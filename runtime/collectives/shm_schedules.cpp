@@ -428,10 +428,10 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   const kernels::Store store = store_for(total * es, n, out == send + off[me] * es);
   const Helpers helpers(*region, total * es);
   Sources sources(n);
+  const SlotPlaces places =
+      slot_places(n, at[n] * es, region->slot_bytes(), kScatterPlacedFromBytes);
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
     const uint64_t round = exchange.round();
-    const SlotPlaces places =
-        slot_places(n, at[n] * es, region->slot_bytes(), kScatterPlacedFromBytes);
     const size_t place = places.of(round);
     auto slot_of = [&](int p) { return region->slot(p, round) + place; };
     char* mine = slot_of(me);
@@ -631,10 +631,10 @@ comm::Task shm_all_gather_on(Group& g, RegionLease& region, std::string_view col
   // round, so explored calls end together: rank 0 times a call to its own end, and as the root
   // it found the slots 5-10x faster than the peers did (2 ranks, dev, 256 KiB-1 MiB).
   const bool end_together = kind == Kind::broadcast && choice.exploring;
+  const size_t place_bytes = ceil_div(largest, rounds) * es;
+  const SlotPlaces places = slot_places(n, place_bytes, region->slot_bytes());
   for (uint64_t k = 0; k < rounds; ++k, exchange.next()) {
     const uint64_t round = exchange.round();
-    const size_t place_bytes = ceil_div(largest, rounds) * es;
-    const SlotPlaces places = slot_places(n, place_bytes, region->slot_bytes());
     const size_t place = places.of(round);
     helpers.copy(region->slot(me, round) + place, send + k * pieces.piece[me] * es,
                  pieces.length(counts[me], me, k) * es);

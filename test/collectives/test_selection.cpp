@@ -196,12 +196,14 @@ Schedule settle(Slow slow, int& explored_calls) {
   rank0.attach(table, starts, 2, 0);
   rank1.attach(table, starts, 2, 1);
   const Schedule two[] = {Schedule::slots, Schedule::single_copy};
+  auto choose = [&](ScheduleTuner& rank) {
+    return rank.choose(ScheduleTuner::Kind::all_gather, size_t{1} << 20, two,
+                       Schedule::single_copy);
+  };
   explored_calls = 0;
   for (int call = 0; call < ScheduleTuner::kSettlingCalls; ++call) {
-    auto a =
-        rank0.choose(ScheduleTuner::Kind::all_gather, size_t{1} << 20, two, Schedule::single_copy);
-    auto b =
-        rank1.choose(ScheduleTuner::Kind::all_gather, size_t{1} << 20, two, Schedule::single_copy);
+    auto a = choose(rank0);
+    auto b = choose(rank1);
     REQUIRE(a.schedule == b.schedule);
     REQUIRE(a.exploring == b.exploring);
     const int exploration = explored_calls / 10;
@@ -210,10 +212,8 @@ Schedule settle(Slow slow, int& explored_calls) {
     rank0.done(a);
     rank1.done(b);
   }
-  auto a =
-      rank0.choose(ScheduleTuner::Kind::all_gather, size_t{1} << 20, two, Schedule::single_copy);
-  auto b =
-      rank1.choose(ScheduleTuner::Kind::all_gather, size_t{1} << 20, two, Schedule::single_copy);
+  auto a = choose(rank0);
+  auto b = choose(rank1);
   CHECK_FALSE(a.exploring);
   CHECK(a.schedule == b.schedule);
   return a.schedule;
