@@ -529,44 +529,58 @@ int sole_block(const std::vector<size_t>& counts) {
   return owner;
 }
 
-/// Single-copy gather. Two ranks with even blocks write their block into the peer's recv
-/// (push_own_block); otherwise every rank reads the peers' blocks into place, which keeps
-/// uneven blocks balanced (each rank moves a whole result) and was faster at 8 ranks. Where one
-/// block is the only one (a broadcast), its owner writes the block's last 1/n into every peer
-/// while the peers read the rest, so that its core copies as much as theirs. A rank returns
-/// once every peer has read from it or written to it. (Pushing against reading, out of place,
-/// 2 ranks: dev 1 MiB 29-32 us against 44-45, 16 MiB 1.04-1.21 ms against 1.36-1.45; Xeon 1 MiB
-/// 59-70 against 76-150, 4 MiB 371-376 against 426-771. Xeon, 2-rank all-gatherv 16 MiB 2.02 ms
-/// against 1.76-1.79; 8-rank all-gatherv 16 MiB 3.5-5.9 against 2.1-2.8.)
+/// The bytes at the end of rank p's block that p writes into its peers' recvs; the peers read
+/// the rest of it. Two ranks each move half the result through the kernel: the smaller block is
+/// written whole, the larger one but for half the difference (whole pages), which the peer
+/// reads, so even blocks are written whole and a broadcast's root writes half. From three ranks
+/// only the sole block of a broadcast is split, its owner writing its last 1/n.
+size_t pushed_bytes(const std::vector<size_t>& counts, size_t es, int p) {
+  constexpr size_t kPage = 4096;
+  const size_t mine = counts[p] * es;
+  if (counts.size() == 2) {
+    const size_t other = counts[1 - p] * es;
+    if (mine <= other) return mine;
+    return mine - std::min(mine, ceil_div((mine - other) / 2, kPage) * kPage);
+  }
+  return p == sole_block(counts) ? mine / counts.size() / kPage * kPage : 0;
+}
+
+/// Single-copy gather: every rank writes the end of its block into every peer's recv
+/// (push_own_block) and reads the rest of the peers' blocks into place (pushed_bytes says where
+/// they split). Writing reads the source once for the own copy and all peers; reading keeps
+/// uneven blocks balanced at more ranks (each rank moves a whole result) and was faster at 8
+/// ranks. A rank returns once every peer has read from it or written to it. (Pushing against
+/// reading, out of place, 2 ranks: dev 1 MiB 29-32 us against 44-45, 16 MiB 1.04-1.21 ms against
+/// 1.36-1.45; Xeon 1 MiB 59-70 against 76-150, 4 MiB 371-376 against 426-771. 8-rank
+/// all-gatherv, Xeon, 16 MiB: 3.5-5.9 against 2.1-2.8. Two ranks with blocks 1:2, each writing
+/// its whole block: Xeon, 16 MiB 2.02 ms against 1.76-1.79 reading.)
 comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_view collective,
                                   const char* send, char* recv, const std::vector<size_t>& counts,
                                   DType dtype, CallSignature signature) {
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
-  const bool push = n == 2 && counts[0] == counts[1];
-  const int owner = push ? -1 : sole_block(counts);
-  // The bytes at the end of the owner's block that it writes into the peers (a whole number of
-  // pages).
-  const size_t pushed = owner < 0 ? 0 : counts[owner] * es / n / 4096 * 4096;
+  Blocks pushed(n), read(n);  // the bytes of each rank's block that it writes, and that peers read
+  for (int p = 0; p < n; ++p) {
+    pushed[p] = pushed_bytes(counts, es, p);
+    read[p] = counts[p] * es - pushed[p];
+  }
+  const bool written_into =
+      std::any_of(pushed.begin(), pushed.end(), [](size_t b) { return b > 0; });
   BufferExchange exchange(g, *region, signature, collective);
-  exchange.announce(push ? 0 : reinterpret_cast<uint64_t>(send),
-                    push || pushed ? reinterpret_cast<uint64_t>(recv) : 0);
+  exchange.announce(read[me] ? reinterpret_cast<uint64_t>(send) : 0,
+                    written_into ? reinterpret_cast<uint64_t>(recv) : 0);
   char* own = recv + off[me] * es;
-  const size_t own_bytes = counts[me] * es;
   const kernels::Store store = store_for(off.back() * es, n, false);
   const Helpers helpers(*region, off.back() * es);
-  if (!push && own != send) helpers.copy(own, send, own_bytes - (me == owner ? pushed : 0), store);
+  if (own != send && read[me]) helpers.copy(own, send, read[me], store);
   co_await exchange.peers_ready();
   const std::exception_ptr failure = failure_of([&] {
-    if (push || (me == owner && pushed)) {
-      const size_t from = push ? 0 : own_bytes - pushed;
-      push_own_block(*region, exchange.round(), me, send + from, own + from,
-                     off[me] * es + from, own_bytes - from, store, helpers);
-      return;
-    }
+    if (pushed[me])
+      push_own_block(*region, exchange.round(), me, send + read[me], own + read[me],
+                     off[me] * es + read[me], pushed[me], store, helpers);
     Blocks bytes(n);  // what to read from each peer (none from this rank)
-    for (int p : peers_from(me, n, false)) bytes[p] = counts[p] * es - (p == owner ? pushed : 0);
+    for (int p : peers_from(me, n, false)) bytes[p] = read[p];
     helpers.split_pieces(bytes, 1, [&](size_t p, size_t begin, size_t end) {
       const int peer = static_cast<int>(p);
       const char* block = static_cast<const char*>(region->buffer_of(peer, exchange.round()));

@@ -17,6 +17,9 @@ bool reduces(Kind k) {
   return k == Kind::all_reduce || k == Kind::reduce_scatter || k == Kind::reduce_scatterv;
 }
 bool has_root(Kind k) { return k == Kind::broadcast || k == Kind::scatterv; }
+bool has_blocks(Kind k) {
+  return k == Kind::reduce_scatterv || k == Kind::all_gatherv || k == Kind::scatterv;
+}
 
 const char* kind_name(Kind k) {
   switch (k) {
@@ -45,13 +48,14 @@ std::string describe(const Case& c) {
          (reduces(c.kind) ? " op=" + std::string(reduce_op_name(c.op)) : "") +
          (c.in_place ? " in-place" : " out-of-place") +
          (has_root(c.kind) ? " root=" + std::to_string(c.root) : "") +
-         (c.fractional ? " fractional" : "");
+         (c.fractional ? " fractional" : "") + (c.skewed ? " skewed" : "");
 }
 
 std::vector<size_t> case_blocks(const Case& c) {
   std::vector<size_t> blocks(c.ranks, c.count);
-  if (c.kind == Kind::reduce_scatterv || c.kind == Kind::all_gatherv || c.kind == Kind::scatterv)
-    for (int r = 0; r < c.ranks; ++r) blocks[r] = r % 3 == 1 ? 0 : c.count + r;
+  if (has_blocks(c.kind))
+    for (int r = 0; r < c.ranks; ++r)
+      blocks[r] = c.skewed ? (r + 1) * c.count : r % 3 == 1 ? 0 : c.count + r;
   return blocks;
 }
 
@@ -158,6 +162,11 @@ void for_each_case(Kind kind, int ranks, bool large, const std::function<void(co
       for (bool in_place : {false, true})
         if (!(kind == Kind::broadcast && in_place))
           visit({kind, ranks, kLarge, dtype, ReduceOp::sum, in_place, ranks - 1});
+  // Blocks that differ in size with none empty (a split of an uneven two-rank gather), their
+  // bytes no whole number of pages.
+  if (large && has_blocks(kind))
+    for (bool in_place : {false, true})
+      visit({kind, ranks, kLarge / ranks + 1, DType::f32, ReduceOp::sum, in_place, 0, false, true});
   if (kind == Kind::all_reduce)
     for (DType dtype : {DType::bf16, DType::f16})
       visit({kind, ranks, 3001, dtype, ReduceOp::sum, false, 0, true});

@@ -25,12 +25,13 @@ struct Case {
   bool in_place = false;
   int root = 0;             ///< broadcast, scatterv
   bool fractional = false;  ///< non-integer inputs, compared with an FP32-accumulation tolerance
+  bool skewed = false;      ///< v-variants and scatterv: rank r's block (r + 1) * count, none empty
 };
 
 std::string describe(const Case& c);
 
 /// Per-rank blocks of the v-variants and scatterv: (count + r) elements, except every third
-/// rank (r % 3 == 1), which gets none. Equal variants: count each.
+/// rank (r % 3 == 1), which gets none; skewed, (r + 1) * count. Equal variants: count each.
 std::vector<size_t> case_blocks(const Case& c);
 
 /// One rank's side of a case.
