@@ -179,8 +179,9 @@ using FoldedChunk = std::function<void(const char* folded, size_t begin, size_t 
 /// rank's from `own`, every peer's read from the address it published with `round`, a chunk
 /// at a time into a cache-resident scratch, then folded in one pass. With `then`, each chunk is
 /// handed to it in cache: a streaming fold into dst would leave it in memory only, so the chunk
-/// is folded into the scratch too, each block streamed to dst from there while in L1. The
-/// helpers take runs of chunks (each with its scratch), `then` included.
+/// is folded into the scratch too, each block streamed to dst from there while in L1; without
+/// dst, into the scratch alone. The helpers take runs of chunks (each with its scratch), `then`
+/// included.
 void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char* own, char* dst,
                      size_t first, size_t count, DType dtype, ReduceOp op, kernels::Store store,
                      const Helpers& helpers, const FoldedChunk& then = {}) {
@@ -188,7 +189,7 @@ void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char
   const size_t es = dtype_size(dtype);
   const size_t chunk_bytes = single_copy_chunk_bytes(n);
   const size_t chunk = chunk_bytes / es;
-  const bool fold_in_scratch = then && store == kernels::Store::streaming;
+  const bool fold_in_scratch = then && (store == kernels::Store::streaming || !dst);
   auto fold_run = [&](size_t run_begin, size_t run_end) {
     Scratch scratch((n - 1 + (fold_in_scratch ? 1 : 0)) * chunk_bytes);
     char* folded_chunk = scratch.data() + (n - 1) * chunk_bytes;
@@ -210,7 +211,10 @@ void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char
         if (then) then(dst + begin * es, begin, length);
         continue;
       }
-      kernels::reduce_and_keep(dst + begin * es, folded_chunk, sources, length, dtype, op);
+      if (dst)
+        kernels::reduce_and_keep(dst + begin * es, folded_chunk, sources, length, dtype, op);
+      else
+        kernels::reduce(folded_chunk, sources, length, dtype, op, kernels::Store::cached);
       then(folded_chunk, begin, length);
     }
   };
@@ -356,22 +360,46 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
 namespace {
 
 /// Single-copy reduce-scatter: every rank publishes its send buffer and folds its block out of
-/// all ranks' buffers into out; a rank returns once every peer has read from it. In place, out
-/// is this rank's own block of send, which no peer reads.
+/// all ranks' buffers into out. Uneven blocks where every rank has a core are folded in even
+/// shares instead, as the slots do from kUnevenBlocks: a rank folds the part of its share in its
+/// own block into out and writes each folded chunk of another block into that block's owner's
+/// out while in cache, so that no rank waits for the largest block's owner (the balance costs no
+/// wait here). A rank returns once every peer has read from it (and written into it). In place,
+/// out is this rank's own block of send; only the rank whose share holds an element reads and
+/// writes it, a chunk read before it is written.
 comm::Task single_copy_reduce_scatter(Group& g, RegionLease& region, std::string_view collective,
                                       const char* send, char* out,
                                       const std::vector<size_t>& counts, DType dtype, ReduceOp op,
                                       CallSignature signature) {
-  const int me = g.rank();
+  const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
+  const bool balanced =
+      !region->oversubscribed() &&
+      std::any_of(counts.begin(), counts.end(), [&](size_t c) { return c != counts[0]; });
+  const auto at = balanced ? block_offsets(even_blocks(off.back(), n)) : off;
   const Helpers helpers(*region, off.back() * es);
   BufferExchange exchange(g, *region, signature, collective);
-  exchange.announce(reinterpret_cast<uint64_t>(send), 0);
+  exchange.announce(reinterpret_cast<uint64_t>(send),
+                    balanced ? reinterpret_cast<uint64_t>(out) : 0);
   co_await exchange.peers_ready();
+  const uint64_t round = exchange.round();
+  const kernels::Store store = store_for(off.back() * es, n, out == send + off[me] * es);
   const std::exception_ptr failure = failure_of([&] {
-    fold_from_peers(*region, exchange.round(), me, send, out, off[me], counts[me], dtype, op,
-                    store_for(off.back() * es, g.size(), out == send + off[me] * es), helpers);
+    for (int j = 0; j < n; ++j) {  // the part of block j in this rank's share
+      const size_t first = std::max(at[me], off[j]), last = std::min(at[me + 1], off[j + 1]);
+      if (first >= last) continue;
+      if (j == me) {
+        fold_from_peers(*region, round, me, send, out + (first - off[me]) * es, first, last - first,
+                        dtype, op, store, helpers);
+        continue;
+      }
+      char* owner_out = region->target_of(j, round) + (first - off[j]) * es;
+      fold_from_peers(*region, round, me, send, nullptr, first, last - first, dtype, op, store,
+                      helpers, [&](const char* folded, size_t begin, size_t length) {
+                        region->write_to(j, owner_out + begin * es, folded, length * es);
+                      });
+    }
   });
   comm::Task finish = exchange.finish(failure);
   co_await comm::run(finish);
