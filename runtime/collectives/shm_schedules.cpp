@@ -167,6 +167,19 @@ size_t single_copy_chunk_bytes(int ranks) {
   return std::max(kLeast, kPerCall / static_cast<size_t>(ranks - 1) / kPage * kPage);
 }
 
+/// Whether single-copy calls of uneven blocks even out the ranks' copies (a two-rank gather split
+/// by pushed_bytes, a reduce-scatter folding even shares): where every rank has a core and at
+/// most one helper. A rank with more helpers copies at what the memory system gives whatever its
+/// share, and the writes into the peers' buffers that balancing adds cost more than the wait for
+/// the largest block. (Uneven blocks, out of place, balanced against not: dev, 2 ranks, no
+/// helpers, 16 MiB all-gatherv 1.39-1.44 ms against 1.47-1.56 in two alternations; Xeon, 8
+/// ranks, one helper each, 16 MiB bf16 reduce-scatterv 1.54-1.83 against 1.98-2.41 in two; Xeon,
+/// 2 ranks, three helpers each, medians of 12: 16 MiB float all-gatherv 622 us against 527,
+/// reduce-scatterv 697 against 603.)
+bool balances_single_copy(const ShmRegion& region) {
+  return !region.oversubscribed() && region.helper_threads() <= 1;
+}
+
 /// A phase's copies, handed to the helpers at once (unused entries copy nothing; in place up to
 /// 16 entries).
 using Copies = InlineVector<Helpers::Copy, 16>;
@@ -360,8 +373,8 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
 namespace {
 
 /// Single-copy reduce-scatter: every rank publishes its send buffer and folds its block out of
-/// all ranks' buffers into out. Uneven blocks where every rank has a core are folded in even
-/// shares instead, as the slots do from kUnevenBlocks: a rank folds the part of its share in its
+/// all ranks' buffers into out. Uneven blocks are folded in even shares instead where
+/// balances_single_copy, as the slots do from kUnevenBlocks: a rank folds the part of its share in its
 /// own block into out and writes each folded chunk of another block into that block's owner's
 /// out while in cache, so that no rank waits for the largest block's owner (the balance costs no
 /// wait here). A rank returns once every peer has read from it (and written into it). In place,
@@ -375,7 +388,7 @@ comm::Task single_copy_reduce_scatter(Group& g, RegionLease& region, std::string
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
   const bool balanced =
-      !region->oversubscribed() &&
+      balances_single_copy(*region) &&
       std::any_of(counts.begin(), counts.end(), [&](size_t c) { return c != counts[0]; });
   const auto at = balanced ? block_offsets(even_blocks(off.back(), n)) : off;
   const Helpers helpers(*region, off.back() * es);
@@ -558,20 +571,21 @@ int sole_block(const std::vector<size_t>& counts) {
 }
 
 /// The bytes at the end of rank p's block that p writes into its peers' recvs; the peers read
-/// the rest of it. Of two ranks, the one with the smaller block writes it whole and reads part
-/// of the larger one, whose owner copies more into its own recv: three quarters of the
-/// difference, as a kernel copy costs about twice a streaming one (a 64 MiB copy on 4 KiB pages,
-/// dev: 3.2-3.9 GB/s against 7.0-7.5), whole pages. Even blocks are written whole, and a sole
-/// block (a broadcast's root, which copies nothing into its own recv) half. From three ranks
-/// only a sole block is split, its owner writing its last 1/n.
-size_t pushed_bytes(const std::vector<size_t>& counts, size_t es, int p) {
+/// the rest of it. Two ranks with even blocks write them whole. Of uneven ones, where `split`,
+/// the smaller block's owner writes it whole and reads part of the larger one, whose owner
+/// copies more into its own recv: three quarters of the difference, as a kernel copy costs about
+/// twice a streaming one (a 64 MiB copy on 4 KiB pages, dev: 3.2-3.9 GB/s against 7.0-7.5),
+/// whole pages; else each rank reads the other's block. A sole block (a broadcast's root, which
+/// copies nothing into its own recv) is split, its owner writing its last 1/n.
+size_t pushed_bytes(const std::vector<size_t>& counts, size_t es, int p, bool split) {
   constexpr size_t kPage = 4096;
   const size_t mine = counts[p] * es;
-  if (counts.size() == 2) {
+  if (counts.size() == 2 && counts[0] && counts[1]) {
     const size_t other = counts[1 - p] * es;
-    if (mine <= other) return mine;
-    const size_t read = other ? (mine - other) / 4 * 3 : mine / 2;
-    return mine - std::min(mine, ceil_div(read, kPage) * kPage);
+    if (mine == other) return mine;
+    if (!split) return 0;
+    if (mine < other) return mine;
+    return mine - std::min(mine, ceil_div((mine - other) / 4 * 3, kPage) * kPage);
   }
   return p == sole_block(counts) ? mine / counts.size() / kPage * kPage : 0;
 }
@@ -592,8 +606,9 @@ comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_vie
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
   Blocks pushed(n), read(n);  // the bytes of each rank's block that it writes, and that peers read
+  const bool split = balances_single_copy(*region);
   for (int p = 0; p < n; ++p) {
-    pushed[p] = pushed_bytes(counts, es, p);
+    pushed[p] = pushed_bytes(counts, es, p, split);
     read[p] = counts[p] * es - pushed[p];
   }
   const bool written_into =
