@@ -58,9 +58,9 @@ Config Config::from_env() {
   c.shm_schedule = env_string("SEAM_SHM_SCHEDULE", "");
   if (!c.shm_schedule.empty() && c.shm_schedule != "slots" && c.shm_schedule != "slots-whole" &&
       c.shm_schedule != "slots-balanced" && c.shm_schedule != "single-copy" &&
-      c.shm_schedule != "slots-eager")
-    throw ValueError("SEAM_SHM_SCHEDULE must be slots, slots-whole, slots-balanced, single-copy or "
-                     "slots-eager, got '" + c.shm_schedule + "'");
+      c.shm_schedule != "slots-eager" && c.shm_schedule != "single-copy-balanced")
+    throw ValueError("SEAM_SHM_SCHEDULE must be slots, slots-whole, slots-balanced, single-copy, "
+                     "single-copy-balanced or slots-eager, got '" + c.shm_schedule + "'");
   c.helper_threads = static_cast<int>(env_int("SEAM_HELPER_THREADS", c.helper_threads));
   if (c.helper_threads < -1 || c.helper_threads > 7)
     throw ValueError("SEAM_HELPER_THREADS must be -1 (automatic) or 0 to 7, got " +

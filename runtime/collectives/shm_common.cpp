@@ -28,7 +28,8 @@ std::string_view last_shm_schedule() {
 
 std::string_view shm_variant_name(ShmVariant variant) {
   static constexpr std::string_view names[] = {"slots", "single-copy", "slots-whole", "zero-copy",
-                                                  "slots-balanced", "slots-eager"};
+                                                  "slots-balanced", "slots-eager",
+                                                  "single-copy-balanced"};
   return names[static_cast<int>(variant)];
 }
 

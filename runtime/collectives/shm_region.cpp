@@ -384,8 +384,9 @@ void PublishedAwaiter::await_resume() {
   for (int p = 0; p < region->ranks(); ++p)
     if ((only < 0 || p == only) && !(region->signature_of(p, round) == signature))
       throw MismatchError(std::string(collective) + ": rank " + std::to_string(g->world_rank(p)) +
-                          " called with other arguments (count or blocks, dtype, op, or buffers in "
-                          "SharedHostMemory on some ranks only) than rank " +
+                          " called with other arguments (count or blocks, dtype, op, buffers in "
+                          "SharedHostMemory on some ranks only, or other SEAM_SHM_SCHEDULE or "
+                          "SEAM_HELPER_THREADS settings) than rank " +
                           std::to_string(g->world_rank(g->rank())));
 }
 

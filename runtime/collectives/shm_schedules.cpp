@@ -8,6 +8,7 @@
 // each rank reads the peers' user buffers directly, and writes into them what it folded or, at
 // two ranks, its block of a gather.
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -90,8 +91,9 @@ ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes
   if (const std::string& forced = Config::get().shm_schedule; !forced.empty()) {  // SEAM_SHM_SCHEDULE
     if (forced == shm_variant_name(Schedule::slots_whole) && kind == Kind::all_reduce)
       pinned.schedule = Schedule::slots_whole;
-    if (forced == shm_variant_name(Schedule::single_copy) && region.single_copy())
-      pinned.schedule = Schedule::single_copy;
+    const bool single_copy = forced == shm_variant_name(Schedule::single_copy) ||
+                             forced == shm_variant_name(ShmVariant::single_copy_balanced);
+    if (single_copy && region.single_copy()) pinned.schedule = Schedule::single_copy;
     return pinned;
   }
   const int64_t setting = Config::get().shm_single_copy_bytes;
@@ -157,19 +159,25 @@ Pieces cut(const std::vector<size_t>& counts, uint64_t rounds) {
   return p;
 }
 
+/// Single-copy calls cut their copies at whole pages: the kernel pins a page at a time.
+constexpr size_t kPageBytes = 4096;
+
 /// Single-copy reads move this much per peer and call, so that the peers' pieces of one chunk
 /// (and a folded chunk's copy) sit in L2 when the fold reads them: 256 KiB at 2 ranks, 64 KiB
 /// from 5. (Dev, 2 ranks, against 64 KiB: all-reduce 4 MiB 368-375 us against 416-424, 16 MiB
 /// 1.56-1.62 ms against 1.78; reduce-scatter 16 MiB 1.21-1.23 ms against 1.33-1.36. 512 KiB and
 /// 1 MiB were slower from 4 MiB.)
 size_t single_copy_chunk_bytes(int ranks) {
-  constexpr size_t kPerCall = 256 * 1024, kLeast = 64 * 1024, kPage = 4096;
-  return std::max(kLeast, kPerCall / static_cast<size_t>(ranks - 1) / kPage * kPage);
+  constexpr size_t kPerCall = 256 * 1024, kLeast = 64 * 1024;
+  return std::max(kLeast, kPerCall / static_cast<size_t>(ranks - 1) / kPageBytes * kPageBytes);
 }
 
 /// Whether single-copy calls of uneven blocks even out the ranks' copies (a two-rank gather split
-/// by pushed_bytes, a reduce-scatter folding even shares): where every rank has a core and at
-/// most one helper. A rank with more helpers copies at what the memory system gives whatever its
+/// by pushed_bytes, a reduce-scatter folding even shares): with SEAM_SHM_SCHEDULE, only where it
+/// says single-copy-balanced; else where every rank has a core and at most one helper (the
+/// helpers configured for the region, not those of the call, which stand down while the host
+/// steals; the choice is in the call's signature, so ranks configured apart fail with a
+/// MismatchError). A rank with more helpers copies at what the memory system gives whatever its
 /// share, and the writes into the peers' buffers that balancing adds cost more than the wait for
 /// the largest block. (Uneven blocks, out of place, balanced against not: dev, 2 ranks, no
 /// helpers, 16 MiB all-gatherv 1.39-1.44 ms against 1.47-1.56 in two alternations; Xeon, 8
@@ -177,7 +185,19 @@ size_t single_copy_chunk_bytes(int ranks) {
 /// 2 ranks, three helpers each, medians of 12: 16 MiB float all-gatherv 622 us against 527,
 /// reduce-scatterv 697 against 603.)
 bool balances_single_copy(const ShmRegion& region) {
+  const std::string& forced = Config::get().shm_schedule;
+  if (!forced.empty()) return forced == shm_variant_name(ShmVariant::single_copy_balanced);
   return !region.oversubscribed() && region.helper_threads() <= 1;
+}
+
+/// Whether blocks differ in size.
+bool uneven(const std::vector<size_t>& counts) {
+  return std::any_of(counts.begin(), counts.end(), [&](size_t c) { return c != counts[0]; });
+}
+
+/// The signature's variant of a single-copy call, `balanced` or not.
+ShmVariant single_copy_variant(bool balanced) {
+  return balanced ? ShmVariant::single_copy_balanced : ShmVariant::single_copy;
 }
 
 /// A phase's copies, handed to the helpers at once (unused entries copy nothing; in place up to
@@ -202,6 +222,7 @@ void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char
   const size_t es = dtype_size(dtype);
   const size_t chunk_bytes = single_copy_chunk_bytes(n);
   const size_t chunk = chunk_bytes / es;
+  assert(dst || then);  // without dst, the folded chunks go to `then` alone
   const bool fold_in_scratch = then && (store == kernels::Store::streaming || !dst);
   auto fold_run = [&](size_t run_begin, size_t run_end) {
     Scratch scratch((n - 1 + (fold_in_scratch ? 1 : 0)) * chunk_bytes);
@@ -374,7 +395,8 @@ namespace {
 
 /// Single-copy reduce-scatter: every rank publishes its send buffer and folds its block out of
 /// all ranks' buffers into out. Uneven blocks are folded in even shares instead where
-/// balances_single_copy, as the slots do from kUnevenBlocks: a rank folds the part of its share in its
+/// balances_single_copy (however little they differ; the slots balance only from kUnevenBlocks, as
+/// it costs them a second wait a round): a rank folds the part of its share in its
 /// own block into out and writes each folded chunk of another block into that block's owner's
 /// out while in cache, so that no rank waits for the largest block's owner (the balance costs no
 /// wait here). A rank returns once every peer has read from it (and written into it). In place,
@@ -383,13 +405,10 @@ namespace {
 comm::Task single_copy_reduce_scatter(Group& g, RegionLease& region, std::string_view collective,
                                       const char* send, char* out,
                                       const std::vector<size_t>& counts, DType dtype, ReduceOp op,
-                                      CallSignature signature) {
+                                      bool balanced, CallSignature signature) {
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
-  const bool balanced =
-      balances_single_copy(*region) &&
-      std::any_of(counts.begin(), counts.end(), [&](size_t c) { return c != counts[0]; });
   const auto at = balanced ? block_offsets(even_blocks(off.back(), n)) : off;
   const Helpers helpers(*region, off.back() * es);
   BufferExchange exchange(g, *region, signature, collective);
@@ -443,10 +462,12 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   const ScheduleTuner::Choice choice =
       choose_schedule(*region, Kind::reduce_scatter, total * es);
   if (choice.schedule == Schedule::single_copy) {
-    SEAM_LOG_DEBUG("{}: shm schedule single-copy ({} B)", collective, total * es);
+    const bool balanced = uneven(counts) && balances_single_copy(*region);
+    SEAM_LOG_DEBUG("{}: shm schedule single-copy{} ({} B)", collective,
+                   balanced ? ", even shares of all blocks" : "", total * es);
     comm::Task reduce = single_copy_reduce_scatter(
-        g, region, collective, send, out, counts, dtype, op,
-        signature_of(Collective::reduce_scatterv, dtype, op, counts, ShmVariant::single_copy));
+        g, region, collective, send, out, counts, dtype, op, balanced,
+        signature_of(Collective::reduce_scatterv, dtype, op, counts, single_copy_variant(balanced)));
     co_await comm::run(reduce);
     region.finish(choice);
     co_return;
@@ -573,21 +594,21 @@ int sole_block(const std::vector<size_t>& counts) {
 /// The bytes at the end of rank p's block that p writes into its peers' recvs; the peers read
 /// the rest of it. Two ranks with even blocks write them whole. Of uneven ones, where `split`,
 /// the smaller block's owner writes it whole and reads part of the larger one, whose owner
-/// copies more into its own recv: three quarters of the difference, as a kernel copy costs about
+/// copies more into its own recv out of place (in place, half would even the ranks out; a rank
+/// does not know whether its peer calls in place): three quarters of the difference, as a kernel copy costs about
 /// twice a streaming one (a 64 MiB copy on 4 KiB pages, dev: 3.2-3.9 GB/s against 7.0-7.5),
 /// whole pages; else each rank reads the other's block. A sole block (a broadcast's root, which
 /// copies nothing into its own recv) is split, its owner writing its last 1/n.
 size_t pushed_bytes(const std::vector<size_t>& counts, size_t es, int p, bool split) {
-  constexpr size_t kPage = 4096;
   const size_t mine = counts[p] * es;
   if (counts.size() == 2 && counts[0] && counts[1]) {
     const size_t other = counts[1 - p] * es;
     if (mine == other) return mine;
     if (!split) return 0;
     if (mine < other) return mine;
-    return mine - std::min(mine, ceil_div((mine - other) / 4 * 3, kPage) * kPage);
+    return mine - std::min(mine, ceil_div((mine - other) / 4 * 3, kPageBytes) * kPageBytes);
   }
-  return p == sole_block(counts) ? mine / counts.size() / kPage * kPage : 0;
+  return p == sole_block(counts) ? mine / counts.size() / kPageBytes * kPageBytes : 0;
 }
 
 /// Single-copy gather: every rank writes the end of its block into every peer's recv
@@ -601,12 +622,11 @@ size_t pushed_bytes(const std::vector<size_t>& counts, size_t es, int p, bool sp
 /// its whole block: Xeon, 16 MiB 2.02 ms against 1.76-1.79 reading.)
 comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_view collective,
                                   const char* send, char* recv, const std::vector<size_t>& counts,
-                                  DType dtype, CallSignature signature) {
+                                  DType dtype, bool split, CallSignature signature) {
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
   Blocks pushed(n), read(n);  // the bytes of each rank's block that it writes, and that peers read
-  const bool split = balances_single_copy(*region);
   for (int p = 0; p < n; ++p) {
     pushed[p] = pushed_bytes(counts, es, p, split);
     read[p] = counts[p] * es - pushed[p];
@@ -667,14 +687,18 @@ comm::Task shm_all_gather_on(Group& g, RegionLease& region, std::string_view col
   const Kind kind = collective == "broadcast" ? Kind::broadcast : Kind::all_gather;
   const ScheduleTuner::Choice choice = choose_schedule(*region, kind, off.back() * es);
   const bool single_copy = choice.schedule == Schedule::single_copy;
+  // Two uneven blocks, both with elements, split by pushed_bytes.
+  const bool split = single_copy && n == 2 && counts[0] && counts[1] && uneven(counts) &&
+                     balances_single_copy(*region);
   // The schedule is part of the signature: ranks that disagree on it fail with a mismatch.
   const CallSignature signature =
       signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, counts,
-                   single_copy ? ShmVariant::single_copy : ShmVariant::slots);
+                   single_copy ? single_copy_variant(split) : ShmVariant::slots);
   if (single_copy) {
-    SEAM_LOG_DEBUG("{}: shm schedule single-copy ({} B)", collective, off.back() * es);
+    SEAM_LOG_DEBUG("{}: shm schedule single-copy{} ({} B)", collective,
+                   split ? ", the larger block split" : "", off.back() * es);
     comm::Task gather =
-        single_copy_all_gather(g, region, collective, send, recv, counts, dtype, signature);
+        single_copy_all_gather(g, region, collective, send, recv, counts, dtype, split, signature);
     co_await comm::run(gather);
     region.finish(choice);
     co_return;

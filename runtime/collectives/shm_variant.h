@@ -18,9 +18,11 @@ enum class ShmVariant : uint8_t {
   slots_balanced = 4,  ///< through the slots, every rank folding an even share of all blocks
                        ///< (reduce-scatters of uneven blocks)
   slots_eager = 5,     ///< through the root's slot, no rank waiting for all (small broadcasts)
+  single_copy_balanced = 6,  ///< single-copy, uneven blocks evened out between the ranks
 };
 
-/// "slots", "single-copy", "slots-whole", "zero-copy", "slots-balanced" or "slots-eager"
+/// "slots", "single-copy", "slots-whole", "zero-copy", "slots-balanced", "slots-eager" or
+/// "single-copy-balanced"
 /// (SEAM_SHM_SCHEDULE, the perf rows).
 std::string_view shm_variant_name(ShmVariant variant);
 

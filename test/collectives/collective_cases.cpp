@@ -162,11 +162,12 @@ void for_each_case(Kind kind, int ranks, bool large, const std::function<void(co
       for (bool in_place : {false, true})
         if (!(kind == Kind::broadcast && in_place))
           visit({kind, ranks, kLarge, dtype, ReduceOp::sum, in_place, ranks - 1});
-  // Blocks that differ in size with none empty (a split of an uneven two-rank gather), their
-  // bytes no whole number of pages.
-  if (large && has_blocks(kind))
-    for (bool in_place : {false, true})
-      visit({kind, ranks, kLarge / ranks + 1, DType::f32, ReduceOp::sum, in_place, 0, false, true});
+  // Blocks that differ in size with none empty (a split of an uneven two-rank gather): large,
+  // their bytes no whole number of pages, and under a page, where the split reads a block whole.
+  if (has_blocks(kind))
+    for (size_t count : {size_t{400}, large ? kLarge / ranks + 1 : 0})
+      for (bool in_place : {false, true})
+        if (count) visit({kind, ranks, count, DType::f32, ReduceOp::sum, in_place, 0, false, true});
   if (kind == Kind::all_reduce)
     for (DType dtype : {DType::bf16, DType::f16})
       visit({kind, ranks, 3001, dtype, ReduceOp::sum, false, 0, true});
