@@ -592,22 +592,22 @@ int sole_block(const std::vector<size_t>& counts) {
 }
 
 /// The bytes at the end of rank p's block that p writes into its peers' recvs; the peers read
-/// the rest of it. Two ranks with even blocks write them whole. Of uneven ones, where `split`,
-/// the smaller block's owner writes it whole and reads part of the larger one, whose owner
-/// copies more into its own recv out of place (in place, half would even the ranks out; a rank
-/// does not know whether its peer calls in place): three quarters of the difference, as a kernel copy costs about
-/// twice a streaming one (a 64 MiB copy on 4 KiB pages, dev: 3.2-3.9 GB/s against 7.0-7.5),
-/// whole pages; else each rank reads the other's block. A sole block (a broadcast's root, which
-/// copies nothing into its own recv) is split, its owner writing its last 1/n.
+/// the rest of it. Two ranks with even blocks write them whole. Two uneven ones, both with
+/// elements, are `split`: the smaller block's owner writes it whole and reads part of the larger
+/// one, whose owner copies more into its own recv out of place (in place, half would even the
+/// ranks out; a rank does not know whether its peer calls in place): three quarters of the
+/// difference, as a kernel copy costs about twice a streaming one (a 64 MiB copy on 4 KiB pages,
+/// dev: 3.2-3.9 GB/s against 7.0-7.5), whole pages. A sole block (a broadcast's root, which
+/// copies nothing into its own recv) is split too, its owner writing its last 1/n. Otherwise
+/// each rank reads the others' blocks.
 size_t pushed_bytes(const std::vector<size_t>& counts, size_t es, int p, bool split) {
   const size_t mine = counts[p] * es;
-  if (counts.size() == 2 && counts[0] && counts[1]) {
+  if (split) {
     const size_t other = counts[1 - p] * es;
-    if (mine == other) return mine;
-    if (!split) return 0;
     if (mine < other) return mine;
     return mine - std::min(mine, ceil_div((mine - other) / 4 * 3, kPageBytes) * kPageBytes);
   }
+  if (counts.size() == 2 && counts[0] == counts[1]) return mine;
   return p == sole_block(counts) ? mine / counts.size() / kPageBytes * kPageBytes : 0;
 }
 
