@@ -259,13 +259,15 @@ void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char
 
 namespace {
 
-/// The stores of a single-copy all-reduce's own share of the result: out of place, streaming
-/// from results larger than L2, which could not stay there and whose lines cached stores would
-/// first read from memory (dev, 2 ranks, out of place: 2 MiB 205-212 us against 231-242, 4 MiB
-/// 422-447 against 546-561, 16 MiB 1.82-1.85 ms against 2.35; 1 MiB 91-98 against 84-90).
+/// The stores of a single-copy all-reduce's own share of the result: store_for's, counting the
+/// send and recv buffers both, which an out-of-place call walks together; so 2-rank results stay
+/// cached up to 16 MiB and stream from 32 MiB. (Dev, 2 ranks, out of place, float, against
+/// streaming from L2 up, five alternations of six: 2 MiB 188-194 us against 204-251, 4 MiB
+/// 388-398 against 422-540, 8 MiB 803-816 against 855-1080; 32 MiB cached 6.0-6.3 ms against
+/// 4.8-5.6 streamed. The ninth session had measured streaming faster from 2 MiB, on that day's
+/// host and code. GPU host's Xeon, 8 and 2 ranks: within its noise.)
 kernels::Store single_copy_result_store(size_t bytes, int ranks, bool in_place) {
-  if (!in_place && bytes >= kernels::l2_cache_bytes()) return kernels::Store::streaming;
-  return store_for(bytes, ranks, in_place);
+  return store_for(2 * bytes, ranks, in_place);
 }
 
 /// Single-copy all-reduce in shares: every rank publishes its send and recv buffers, folds its
