@@ -1,0 +1,42 @@
+// Single-copy schedules of the shared-memory collectives (shm_schedules.cpp chooses them per
+// call): each rank reads the peers' buffers and writes into them through the kernel
+// (process_vm_readv/_writev) instead of going through the slots.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+#include "layouts/dtype.h"
+#include "runtime/collectives/group.h"
+#include "runtime/collectives/shm_common.h"
+#include "runtime/collectives/shm_region.h"
+
+namespace seam::collectives {
+
+/// Whether single-copy calls of uneven blocks even their copies out across the ranks (the
+/// variant single-copy-balanced), as this region is configured; part of the call's signature.
+bool balances_single_copy(const ShmRegion& region);
+/// Whether blocks differ in size.
+bool uneven(const std::vector<size_t>& counts);
+/// The signature's variant of a single-copy call, `balanced` or not.
+ShmVariant single_copy_variant(bool balanced);
+
+/// All-reduce: every rank folds its even share of all ranks' inputs into its recv and writes it
+/// into every peer's recv.
+comm::Task single_copy_all_reduce(Group& g, RegionLease& region, const char* send, char* recv,
+                                  size_t count, DType dtype, ReduceOp op, CallSignature signature);
+/// Reduce-scatter(v): every rank folds its block (`balanced`: an even share of all blocks,
+/// written into their owners' out) out of all ranks' send buffers.
+comm::Task single_copy_reduce_scatter(Group& g, RegionLease& region, std::string_view collective,
+                                      const char* send, char* out,
+                                      const std::vector<size_t>& counts, DType dtype, ReduceOp op,
+                                      bool balanced, CallSignature signature);
+/// All-gather(v) and broadcast: every rank writes the end of its block into the peers' recvs and
+/// reads the rest of theirs (`split`: two uneven blocks, the larger one split between its owner
+/// and the peer).
+comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_view collective,
+                                  const char* send, char* recv, const std::vector<size_t>& counts,
+                                  DType dtype, bool split, CallSignature signature);
+
+}  // namespace seam::collectives
