@@ -15,7 +15,6 @@
 #include "layouts/log.h"
 #include "runtime/collectives/blocks.h"
 #include "runtime/collectives/helped.h"
-#include "runtime/collectives/receive.h"
 #include "runtime/collectives/schedules.h"
 #include "runtime/collectives/selection.h"
 #include "runtime/collectives/shm_common.h"

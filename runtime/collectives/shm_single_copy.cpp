@@ -1,9 +1,9 @@
 // Single-copy schedules: where the ranks may read and write each other's memory (Linux
 // cross-memory attach, process_vm_readv/_writev; ShmRegion::single_copy), each rank reads the
-// peers' user buffers directly and writes into them what it folded or, for a gather, its block:
-// no slots, each byte copied once by the kernel, which pins the peers' pages as it copies. Every
-// rank announces its buffers, works, and returns once every peer has read from it and written
-// into it (BufferExchange).
+// peers' user buffers directly and writes into them what it folded or, at two ranks, its block of
+// a gather: no slots, each byte copied once by the kernel, which pins the peers' pages as it
+// copies. Every rank announces its buffers, works, and returns once every peer has read from it
+// and written into it (BufferExchange).
 #include "runtime/collectives/shm_single_copy.h"
 
 #include <algorithm>
@@ -119,11 +119,13 @@ void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char
 
 /// The stores of a single-copy all-reduce's own share of the result: store_for's, counting the
 /// send and recv buffers both, which an out-of-place call walks together; so 2-rank results stay
-/// cached up to 16 MiB and stream from 32 MiB. (Dev, 2 ranks, out of place, float, against
+/// cached up to 16 MiB and stream from 32 MiB (with 32 MiB of last-level cache or more, as both
+/// hosts have). (Dev, 2 ranks, out of place, float, against
 /// streaming from L2 up, five alternations of six: 2 MiB 188-194 us against 204-251, 4 MiB
 /// 388-398 against 422-540, 8 MiB 803-816 against 855-1080; 32 MiB cached 6.0-6.3 ms against
 /// 4.8-5.6 streamed. The ninth session had measured streaming faster from 2 MiB, on that day's
-/// host and code. GPU host's Xeon, 8 and 2 ranks: within its noise.)
+/// host and code. GPU host's Xeon, 2 ranks: within its noise; at 8 ranks, where only 2-4 MiB
+/// change, the tuner took the slots in most calls.)
 kernels::Store single_copy_result_store(size_t bytes, int ranks, bool in_place) {
   return store_for(2 * bytes, ranks, in_place);
 }

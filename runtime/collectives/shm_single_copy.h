@@ -9,8 +9,9 @@
 
 #include "layouts/dtype.h"
 #include "runtime/collectives/group.h"
-#include "runtime/collectives/shm_common.h"
 #include "runtime/collectives/shm_region.h"
+#include "runtime/collectives/shm_variant.h"
+#include "runtime/comm/task.h"
 
 namespace seam::collectives {
 
@@ -32,9 +33,9 @@ comm::Task single_copy_reduce_scatter(Group& g, RegionLease& region, std::string
                                       const char* send, char* out,
                                       const std::vector<size_t>& counts, DType dtype, ReduceOp op,
                                       bool balanced, CallSignature signature);
-/// All-gather(v) and broadcast: every rank writes the end of its block into the peers' recvs and
-/// reads the rest of theirs (`split`: two uneven blocks, the larger one split between its owner
-/// and the peer).
+/// All-gather(v) and broadcast: every rank reads the peers' blocks into its recv, but for the
+/// ends their owners write into it (two ranks' blocks, a broadcast root's last 1/n; `split`: two
+/// uneven blocks, the larger one shared between its owner and the peer).
 comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_view collective,
                                   const char* send, char* recv, const std::vector<size_t>& counts,
                                   DType dtype, bool split, CallSignature signature);
