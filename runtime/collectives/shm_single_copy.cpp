@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
 #include <functional>
 
 #include "kernels/reduce/reduce.h"
@@ -71,12 +72,13 @@ using FoldedChunk = std::function<void(const char* folded, size_t begin, size_t 
 
 /// dst[0, count) = op over ranks of their buffers at element `first`, in rank order: this
 /// rank's from `own`, every peer's read from the address it published with `round`, a chunk
-/// at a time into a cache-resident scratch, then folded in one pass. Where dst is cached and
-/// apart from `own`, the first peer's chunk is read into dst itself and folded over there: the
+/// at a time into a cache-resident scratch, then folded in one pass. Where the store is cached
+/// and dst shares no byte with this rank's input (own's elements [first, first + count): out of
+/// place), the first peer's chunk is read into dst itself instead and folded over there: the
 /// kernel's copy writes whole lines, where the fold's stores into dst would first read each line
-/// (dev, 2 ranks, out of place, float, 100 calls, six alternations: all-reduce 4 MiB 372-377 us
-/// against 393-399, 16 MiB 1593-1672 against 1725-1801; reduce-scatter 16 MiB 1010-1049
-/// against 1087-1135; bf16 alike). With `then`, each chunk is
+/// (dev, 2 ranks, out of place, float, 100 calls, six alternations, their order swapped each
+/// time: all-reduce 4 MiB 372-377 us against 393-399, 16 MiB 1593-1672 against 1725-1801;
+/// reduce-scatter 16 MiB 1010-1049 against 1087-1135; bf16 alike). With `then`, each chunk is
 /// handed to it in cache: a streaming fold into dst would leave it in memory only, so the chunk
 /// is folded into the scratch too, each block streamed to dst from there while in L1; without
 /// dst, into the scratch alone. The helpers take runs of chunks (each with its scratch), `then`
@@ -90,12 +92,17 @@ void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char
   const size_t chunk = chunk_bytes / es;
   assert(dst || then);  // without dst, the folded chunks go to `then` alone
   const bool fold_in_scratch = then && (store == kernels::Store::streaming || !dst);
-  const char* own_first = own + first * es;
-  const bool apart = dst && (dst + count * es <= own_first || own_first + count * es <= dst);
+  // Addresses as integers: the buffers are separate objects, which pointers may not compare.
+  const auto address = [](const char* p) { return reinterpret_cast<uintptr_t>(p); };
+  const uintptr_t own_begin = address(own + first * es), dst_begin = address(dst);
+  const uintptr_t bytes = count * es;
+  const bool apart = dst && (dst_begin + bytes <= own_begin || own_begin + bytes <= dst_begin);
   const int into_dst = store == kernels::Store::cached && apart ? (me == 0 ? 1 : 0) : -1;
+  // Scratch chunks: one per peer read there (all but into_dst, the lowest), then the folded one.
+  const int read_into_scratch = n - 1 - (into_dst >= 0 ? 1 : 0);
   auto fold_run = [&](size_t run_begin, size_t run_end) {
-    Scratch scratch((n - 1 + (fold_in_scratch ? 1 : 0)) * chunk_bytes);
-    char* folded_chunk = scratch.data() + (n - 1) * chunk_bytes;
+    Scratch scratch((read_into_scratch + (fold_in_scratch ? 1 : 0)) * chunk_bytes);
+    char* folded_chunk = scratch.data() + read_into_scratch * chunk_bytes;
     Sources sources(n);
     for (size_t begin = run_begin; begin < run_end; begin += chunk) {
       const size_t length = std::min(chunk, run_end - begin);
@@ -104,8 +111,8 @@ void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char
           sources[p] = own + (first + begin) * es;
           continue;
         }
-        char* piece = p == into_dst ? dst + begin * es
-                                    : scratch.data() + (p < me ? p : p - 1) * chunk_bytes;
+        const int slot = (p < me ? p : p - 1) - (into_dst >= 0 ? 1 : 0);
+        char* piece = p == into_dst ? dst + begin * es : scratch.data() + slot * chunk_bytes;
         region.read_from(
             p, static_cast<const char*>(region.buffer_of(p, round)) + (first + begin) * es, piece,
             length * es);
