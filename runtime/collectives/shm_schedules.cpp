@@ -273,7 +273,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   const ScheduleTuner::Choice choice =
       choose_schedule(*region, Kind::reduce_scatter, total * es);
   if (choice.schedule == Schedule::single_copy) {
-    const bool balanced = uneven(counts) && balances_single_copy(*region);
+    const bool balanced = single_copy_folds_even_shares(*region, counts);
     SEAM_LOG_DEBUG("{}: shm schedule single-copy{} ({} B)", collective,
                    balanced ? ", even shares of all blocks" : "", total * es);
     comm::Task reduce = single_copy_reduce_scatter(
@@ -400,9 +400,7 @@ comm::Task shm_all_gather_on(Group& g, RegionLease& region, std::string_view col
   const Kind kind = collective == "broadcast" ? Kind::broadcast : Kind::all_gather;
   const ScheduleTuner::Choice choice = choose_schedule(*region, kind, off.back() * es);
   const bool single_copy = choice.schedule == Schedule::single_copy;
-  // Two uneven blocks, both with elements, split by pushed_bytes.
-  const bool split = single_copy && n == 2 && counts[0] && counts[1] && uneven(counts) &&
-                     balances_single_copy(*region);
+  const bool split = single_copy && single_copy_splits_blocks(*region, counts);
   // The schedule is part of the signature: ranks that disagree on it fail with a mismatch.
   const CallSignature signature =
       signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, counts,

@@ -34,8 +34,6 @@ size_t single_copy_chunk_bytes(int ranks) {
   return std::max(kLeast, kPerCall / static_cast<size_t>(ranks - 1) / kPageBytes * kPageBytes);
 }
 
-}  // namespace
-
 /// Whether single-copy calls of uneven blocks even out the ranks' copies (a two-rank gather split
 /// by pushed_bytes, a reduce-scatter folding even shares): with SEAM_SHM_SCHEDULE, only where it
 /// says single-copy-balanced; else where every rank has a core and at most one helper (the
@@ -57,6 +55,17 @@ bool balances_single_copy(const ShmRegion& region) {
 /// Whether blocks differ in size.
 bool uneven(const std::vector<size_t>& counts) {
   return std::any_of(counts.begin(), counts.end(), [&](size_t c) { return c != counts[0]; });
+}
+
+}  // namespace
+
+bool single_copy_folds_even_shares(const ShmRegion& region, const std::vector<size_t>& counts) {
+  return uneven(counts) && balances_single_copy(region);
+}
+
+bool single_copy_splits_blocks(const ShmRegion& region, const std::vector<size_t>& counts) {
+  return counts.size() == 2 && counts[0] && counts[1] && uneven(counts) &&
+         balances_single_copy(region);
 }
 
 /// The signature's variant of a single-copy call, `balanced` or not.
@@ -136,12 +145,12 @@ void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char
 /// The stores of a single-copy all-reduce's own share of the result: store_for's, counting the
 /// send and recv buffers both, which an out-of-place call walks together; so 2-rank results stay
 /// cached up to 16 MiB and stream from 32 MiB (with 32 MiB of last-level cache or more, as both
-/// hosts have). (Dev, 2 ranks, out of place, float, against
-/// streaming from L2 up, five alternations of six: 2 MiB 188-194 us against 204-251, 4 MiB
-/// 388-398 against 422-540, 8 MiB 803-816 against 855-1080; 32 MiB cached 6.0-6.3 ms against
-/// 4.8-5.6 streamed. The ninth session had measured streaming faster from 2 MiB, on that day's
-/// host and code. GPU host's Xeon, 2 ranks: within its noise; at 8 ranks, where only 2-4 MiB
-/// change, the tuner took the slots in most calls.)
+/// hosts have). (Dev, 2 ranks, out of place, float, against streaming from L2 up, five
+/// alternations of six: 2 MiB 188-194 us against 204-251, 4 MiB 388-398 against 422-540, 8 MiB
+/// 803-816 against 855-1080; 32 MiB cached 6.0-6.3 ms against 4.8-5.6 streamed. The ninth
+/// session had measured streaming faster from 2 MiB, on that day's host and code. GPU host's
+/// Xeon, 2 ranks: within its noise; at 8 ranks, where only 2-4 MiB change, the tuner took the
+/// slots in most calls.)
 kernels::Store single_copy_result_store(size_t bytes, int ranks, bool in_place) {
   return store_for(2 * bytes, ranks, in_place);
 }

@@ -15,11 +15,12 @@
 
 namespace seam::collectives {
 
-/// Whether single-copy calls of uneven blocks even their copies out across the ranks (the
-/// variant single-copy-balanced), as this region is configured; part of the call's signature.
-bool balances_single_copy(const ShmRegion& region);
-/// Whether blocks differ in size.
-bool uneven(const std::vector<size_t>& counts);
+/// Whether a single-copy reduce-scatter of these blocks folds even shares of all of them instead
+/// of each rank its own block (single-copy-balanced, part of the call's signature).
+bool single_copy_folds_even_shares(const ShmRegion& region, const std::vector<size_t>& counts);
+/// Whether a single-copy gather of these blocks splits the larger of two uneven ones between its
+/// owner and the peer (single-copy-balanced, part of the call's signature).
+bool single_copy_splits_blocks(const ShmRegion& region, const std::vector<size_t>& counts);
 /// The signature's variant of a single-copy call, `balanced` or not.
 ShmVariant single_copy_variant(bool balanced);
 
