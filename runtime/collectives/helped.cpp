@@ -56,8 +56,8 @@ void Helpers::split_pieces_across(std::span<const size_t> lengths, size_t total,
   });
 }
 
-void Helpers::copy(void* dst, const void* src, size_t bytes, kernels::Store store) const {
-  split(bytes, 1, [&](size_t begin, size_t end) {
+void Helpers::copy_across(void* dst, const void* src, size_t bytes, kernels::Store store) const {
+  split_across(bytes, 1, [&](size_t begin, size_t end) {
     kernels::copy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin,
                   end - begin, store);
   });
@@ -74,7 +74,6 @@ void Helpers::copy(std::span<const Copy> copies, kernels::Store store) const {
 
 void Helpers::split_sources(std::span<const void* const> srcs, size_t count, size_t es,
                             const SourcesPart& part) const {
-  if (!splits(count * es * srcs.size())) return part(0, count, srcs);
   split_across(count, es, [&](size_t begin, size_t end) {
     Sources from(srcs.size());
     for (size_t p = 0; p < srcs.size(); ++p)
@@ -83,16 +82,16 @@ void Helpers::split_sources(std::span<const void* const> srcs, size_t count, siz
   });
 }
 
-void Helpers::reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype,
-                     ReduceOp op, kernels::Store store) const {
+void Helpers::reduce_across(void* dst, std::span<const void* const> srcs, size_t count,
+                            DType dtype, ReduceOp op, kernels::Store store) const {
   const size_t es = dtype_size(dtype);
   split_sources(srcs, count, es, [&](size_t begin, size_t end, std::span<const void* const> from) {
     kernels::reduce(static_cast<char*>(dst) + begin * es, from, end - begin, dtype, op, store);
   });
 }
 
-void Helpers::reduce_and_keep(void* dst, void* kept, std::span<const void* const> srcs,
-                              size_t count, DType dtype, ReduceOp op) const {
+void Helpers::reduce_and_keep_across(void* dst, void* kept, std::span<const void* const> srcs,
+                                     size_t count, DType dtype, ReduceOp op) const {
   const size_t es = dtype_size(dtype);
   split_sources(srcs, count, es, [&](size_t begin, size_t end, std::span<const void* const> from) {
     kernels::reduce_and_keep(static_cast<char*>(dst) + begin * es,

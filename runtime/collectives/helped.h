@@ -69,7 +69,10 @@ class Helpers {
   }
   /// kernels::copy, split.
   void copy(void* dst, const void* src, size_t bytes,
-            kernels::Store store = kernels::Store::cached) const;
+            kernels::Store store = kernels::Store::cached) const {
+    if (!splits(bytes)) return kernels::copy(dst, src, bytes, store);
+    copy_across(dst, src, bytes, store);
+  }
   /// One copy of many: `bytes` from `src` to `dst` (trivial, so that arrays of them cost nothing
   /// to declare).
   struct Copy {
@@ -81,14 +84,30 @@ class Helpers {
   void copy(std::span<const Copy> copies, kernels::Store store = kernels::Store::cached) const;
   /// kernels::reduce, split (weighed by the bytes it reads from all `srcs`).
   void reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype, ReduceOp op,
-              kernels::Store store = kernels::Store::cached) const;
+              kernels::Store store = kernels::Store::cached) const {
+    if (!splits(count * dtype_size(dtype) * srcs.size()))
+      return kernels::reduce(dst, srcs, count, dtype, op, store);
+    reduce_across(dst, srcs, count, dtype, op, store);
+  }
   /// kernels::reduce_and_keep, split as reduce() is.
   void reduce_and_keep(void* dst, void* kept, std::span<const void* const> srcs, size_t count,
-                       DType dtype, ReduceOp op) const;
+                       DType dtype, ReduceOp op) const {
+    if (!splits(count * dtype_size(dtype) * srcs.size()))
+      return kernels::reduce_and_keep(dst, kept, srcs, count, dtype, op);
+    reduce_and_keep_across(dst, kept, srcs, count, dtype, op);
+  }
 
  private:
-  /// part(begin, end, sources at begin) over elements [0, count) of `srcs`, cut as reduce()
-  /// cuts them.
+  // The split paths, out of line: the calls below kHelpedBytes (every call of a small
+  // collective) go straight to the kernel, without building a std::function (its captures
+  // outgrow its inline buffer: a malloc and a free per fold, about a tenth of a 1 KiB
+  // reduce-scatter's instructions).
+  void copy_across(void* dst, const void* src, size_t bytes, kernels::Store store) const;
+  void reduce_across(void* dst, std::span<const void* const> srcs, size_t count, DType dtype,
+                     ReduceOp op, kernels::Store store) const;
+  void reduce_and_keep_across(void* dst, void* kept, std::span<const void* const> srcs,
+                              size_t count, DType dtype, ReduceOp op) const;
+  /// part(begin, end, sources at begin) over elements [0, count) of `srcs`, cut for the helpers.
   using SourcesPart =
       std::function<void(size_t begin, size_t end, std::span<const void* const> from)>;
   void split_sources(std::span<const void* const> srcs, size_t count, size_t es,

@@ -290,7 +290,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   // pieces round up, so leave room for one extra element per block.
   const uint64_t rounds = rounds_for(total, region->slot_bytes() / es - n);
   const Pieces pieces = cut(counts, rounds);
-  std::vector<size_t> at(n + 1, 0);  // where block j's piece sits in a slot, in elements
+  Blocks at(n + 1, 0);  // where block j's piece sits in a slot, in elements
   for (int j = 0; j < n; ++j) at[j + 1] = at[j] + pieces.piece[j];
   // Balanced, rank r folds slot positions [share[r], share[r + 1]) of every round.
   const auto share = block_offsets(even_blocks(at[n], n));
