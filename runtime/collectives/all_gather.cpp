@@ -78,19 +78,22 @@ comm::Task ring_all_gather(Group& g, std::string_view collective, const char* se
 
 namespace {
 
+// The blocks stay in place on the shared-memory path (no allocation per call); the other
+// schedules take them as a vector.
 comm::Task all_gather_blocks(Group& g, Collective collective, const void* send, void* recv,
-                             std::vector<size_t> counts, DType dtype) {
+                             Blocks counts, DType dtype) {
   size_t total = block_offsets(counts).back();
   Algorithm a = select_algorithm(collective, g, total * dtype_size(dtype), total, dtype);
   auto in = static_cast<const char*>(send);
   auto out = static_cast<char*>(recv);
   if (a == Algorithm::shm)
     return shm_all_gather(g, collective_name(collective), in, out, std::move(counts), dtype);
+  std::vector<size_t> blocks(counts.begin(), counts.end());
   if (a == Algorithm::hierarchical)
-    return hierarchical_all_gather(g, collective_name(collective), in, out, std::move(counts),
+    return hierarchical_all_gather(g, collective_name(collective), in, out, std::move(blocks),
                                    dtype);
   return aborting_on_mismatch(
-      g, a, message_all_gather(a, g, collective_name(collective), in, out, std::move(counts), dtype));
+      g, a, message_all_gather(a, g, collective_name(collective), in, out, std::move(blocks), dtype));
 }
 
 }  // namespace
@@ -103,14 +106,13 @@ comm::Task message_all_gather(Algorithm a, Group& g, std::string_view collective
 
 comm::Task all_gather(Group& g, const void* send, void* recv, size_t send_count, DType dtype) {
   return all_gather_blocks(g, Collective::all_gather, send, recv,
-                           std::vector<size_t>(g.size(), send_count), dtype);
+                           Blocks(static_cast<size_t>(g.size()), send_count), dtype);
 }
 
 comm::Task all_gatherv(Group& g, const void* send, void* recv, std::span<const size_t> counts,
                        DType dtype) {
   check_counts("all_gatherv", g.size(), counts);
-  return all_gather_blocks(g, Collective::all_gatherv, send, recv,
-                           std::vector<size_t>(counts.begin(), counts.end()), dtype);
+  return all_gather_blocks(g, Collective::all_gatherv, send, recv, Blocks(counts), dtype);
 }
 
 }  // namespace seam::collectives

@@ -182,7 +182,7 @@ comm::Task all_reduce_over_hosts(Group& g, const char* send, char* recv, size_t 
   if (blocks.size() == 1) {  // a host of one rank: its buffer is the host's sum
     if (recv != send) std::memcpy(recv, send, count * es);
   } else {
-    comm::Task reduce = shm_reduce_scatter(v.local, "all_reduce", send, block, blocks, dtype, op);
+    comm::Task reduce = shm_reduce_scatter(v.local, "all_reduce", send, block, Blocks(blocks), dtype, op);
     co_await comm::run(reduce);
   }
   // ...which sums it with rank j of every other host...
@@ -192,7 +192,7 @@ comm::Task all_reduce_over_hosts(Group& g, const char* send, char* recv, size_t 
   }
   // ...and the host's ranks gather the finished blocks.
   if (blocks.size() > 1) {
-    comm::Task gather = shm_all_gather(v.local, "all_reduce", block, recv, std::move(blocks), dtype);
+    comm::Task gather = shm_all_gather(v.local, "all_reduce", block, recv, Blocks(blocks), dtype);
     co_await comm::run(gather);
   }
 }
@@ -210,7 +210,7 @@ comm::Task reduce_scatter_over_hosts(Group& g, std::string_view collective, cons
   Scratch partial(b.at.back() * es);
   for (int h = 0; h < b.views.layout.hosts; ++h) {
     comm::Task reduce = shm_reduce_scatter(b.views.local, collective, source + b.host_offset(h) * es,
-                                           partial.data() + b.at[h] * es, b.of_host(h), dtype, op);
+                                           partial.data() + b.at[h] * es, Blocks(b.of_host(h)), dtype, op);
     co_await comm::run(reduce);
   }
   // The hosts' partial sums of each block meet on its rank.
@@ -233,7 +233,7 @@ comm::Task all_gather_over_hosts(Group& g, std::string_view collective, const ch
   char* target = b.reordered() ? reordered.data() : recv;
   for (int h = 0; h < b.views.layout.hosts; ++h) {
     comm::Task place = shm_all_gather(b.views.local, collective, gathered.data() + b.at[h] * es,
-                                      target + b.host_offset(h) * es, b.of_host(h), dtype);
+                                      target + b.host_offset(h) * es, Blocks(b.of_host(h)), dtype);
     co_await comm::run(place);
   }
   if (b.reordered()) b.from_host_order(reordered.data(), recv);

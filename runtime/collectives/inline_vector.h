@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <memory>
+#include <span>
 
 namespace seam::collectives {
 
@@ -16,6 +17,9 @@ class InlineVector {
   InlineVector() : InlineVector(0) {}
   explicit InlineVector(size_t size, const T& value = T{}) : InlineVector(Unfilled{}, size) {
     std::fill(begin(), end(), value);
+  }
+  explicit InlineVector(std::span<const T> values) : InlineVector(Unfilled{}, values.size()) {
+    std::copy(values.begin(), values.end(), begin());
   }
   InlineVector(const InlineVector& other) : InlineVector(Unfilled{}, other.size_) {
     std::copy(other.begin(), other.end(), begin());

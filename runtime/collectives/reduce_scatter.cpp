@@ -93,8 +93,10 @@ comm::Task ring_reduce_scatter(Group& g, std::string_view collective, const char
 
 namespace {
 
+// The blocks stay in place on the shared-memory path (no allocation per call); the other
+// schedules take them as a vector.
 comm::Task reduce_scatter_blocks(Group& g, Collective collective, const void* send, void* recv,
-                                 std::vector<size_t> counts, DType dtype, ReduceOp op) {
+                                 Blocks counts, DType dtype, ReduceOp op) {
   check_reducible(collective_name(collective), dtype);
   size_t total = block_offsets(counts).back();
   Algorithm a = select_algorithm(collective, g, total * dtype_size(dtype), total, dtype);
@@ -103,12 +105,13 @@ comm::Task reduce_scatter_blocks(Group& g, Collective collective, const void* se
   if (a == Algorithm::shm)
     return shm_reduce_scatter(g, collective_name(collective), in, out, std::move(counts), dtype,
                               op);
+  std::vector<size_t> blocks(counts.begin(), counts.end());
   if (a == Algorithm::hierarchical)
-    return hierarchical_reduce_scatter(g, collective_name(collective), in, out, std::move(counts),
+    return hierarchical_reduce_scatter(g, collective_name(collective), in, out, std::move(blocks),
                                        dtype, op);
   return aborting_on_mismatch(g, a,
                               message_reduce_scatter(a, g, collective_name(collective), in, out,
-                                                     std::move(counts), dtype, op));
+                                                     std::move(blocks), dtype, op));
 }
 
 }  // namespace
@@ -124,14 +127,14 @@ comm::Task message_reduce_scatter(Algorithm a, Group& g, std::string_view collec
 comm::Task reduce_scatter(Group& g, const void* send, void* recv, size_t recv_count, DType dtype,
                           ReduceOp op) {
   return reduce_scatter_blocks(g, Collective::reduce_scatter, send, recv,
-                               std::vector<size_t>(g.size(), recv_count), dtype, op);
+                               Blocks(static_cast<size_t>(g.size()), recv_count), dtype, op);
 }
 
 comm::Task reduce_scatterv(Group& g, const void* send, void* recv, std::span<const size_t> counts,
                            DType dtype, ReduceOp op) {
   check_counts("reduce_scatterv", g.size(), counts);
-  return reduce_scatter_blocks(g, Collective::reduce_scatterv, send, recv,
-                               std::vector<size_t>(counts.begin(), counts.end()), dtype, op);
+  return reduce_scatter_blocks(g, Collective::reduce_scatterv, send, recv, Blocks(counts), dtype,
+                               op);
 }
 
 }  // namespace seam::collectives

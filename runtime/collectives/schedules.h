@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "layouts/dtype.h"
+#include "runtime/collectives/blocks.h"
 #include "runtime/collectives/group.h"
 #include "runtime/collectives/selection.h"
 #include "runtime/comm/task.h"
@@ -68,12 +69,12 @@ comm::Task message_all_gather(Algorithm a, Group& g, std::string_view collective
 comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, DType dtype,
                           ReduceOp op);
 comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char* send, char* out,
-                              std::vector<size_t> counts, DType dtype, ReduceOp op);
+                              Blocks counts, DType dtype, ReduceOp op);
 comm::Task shm_all_gather(Group& g, std::string_view collective, const char* send, char* recv,
-                          std::vector<size_t> counts, DType dtype);
+                          Blocks counts, DType dtype);
 /// shm_all_gather on the region `region` holds (finished at the end).
 comm::Task shm_all_gather_on(Group& g, RegionLease& region, std::string_view collective,
-                             const char* send, char* recv, std::vector<size_t> counts, DType dtype);
+                             const char* send, char* recv, Blocks counts, DType dtype);
 /// A broadcast through shared memory (shm_broadcast.cpp): small ones through the root's slot
 /// without a wait for every rank, larger ones a gather of the root's block; where the ranks
 /// outnumber their cores (small ones), or two ranks may not read each other's memory, as

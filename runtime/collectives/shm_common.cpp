@@ -44,7 +44,7 @@ ShmVariant variant_of(CallSignature signature) {
   return static_cast<ShmVariant>(signature.word >> kVariantShift & 7);
 }
 
-CallSignature signature_of(Collective c, DType dtype, ReduceOp op, const std::vector<size_t>& counts,
+CallSignature signature_of(Collective c, DType dtype, ReduceOp op, std::span<const size_t> counts,
                            ShmVariant variant) {
   uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a over the counts
   for (size_t count : counts) {

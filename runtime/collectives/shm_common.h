@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <span>
 #include <cstdint>
 #include <exception>
 #include <string_view>
@@ -29,7 +30,7 @@ CallSignature signature_of(Collective c, DType dtype, ReduceOp op, size_t total,
 /// The same for the v-collectives, with a hash of every rank's block count in place of the
 /// total: ranks that disagree on the blocks, even with equal totals, fail with a MismatchError
 /// instead of placing each other's data by different offsets.
-CallSignature signature_of(Collective c, DType dtype, ReduceOp op, const std::vector<size_t>& counts,
+CallSignature signature_of(Collective c, DType dtype, ReduceOp op, std::span<const size_t> counts,
                            ShmVariant variant = ShmVariant::slots);
 /// The variant a signature carries.
 ShmVariant variant_of(CallSignature signature);

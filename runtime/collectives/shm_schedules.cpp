@@ -129,7 +129,7 @@ constexpr double kUnevenBlocks = 1.5;
 /// vCPUs, blocks 1:2:3:4, float: 1 KiB 3.1 us against 5.0-7.3, 64 KiB 9.8-10.1 against
 /// 12.4-15.9, 256 KiB 31-34 against 38-57). (The tuner times either as "the slots": a size
 /// class's calls of even and uneven blocks share its samples.)
-bool folds_even_shares(const ShmRegion& region, const std::vector<size_t>& counts) {
+bool folds_even_shares(const ShmRegion& region, std::span<const size_t> counts) {
   const std::string& forced = Config::get().shm_schedule;
   if (!forced.empty()) return forced == shm_variant_name(Schedule::slots_balanced);
   if (region.oversubscribed()) return false;
@@ -148,7 +148,7 @@ struct Pieces {
   }
 };
 
-Pieces cut(const std::vector<size_t>& counts, uint64_t rounds) {
+Pieces cut(std::span<const size_t> counts, uint64_t rounds) {
   Pieces p{Blocks(counts.size())};
   for (size_t j = 0; j < counts.size(); ++j) p.piece[j] = ceil_div(counts[j], rounds);
   return p;
@@ -251,7 +251,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
 }
 
 comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char* send, char* out,
-                              std::vector<size_t> counts, DType dtype, ReduceOp op) {
+                              Blocks counts, DType dtype, ReduceOp op) {
   RegionLease region;
   if (!try_acquire_region(g, region)) {
     comm::Task acquire = acquire_region(g, region);
@@ -373,7 +373,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
 }
 
 comm::Task shm_all_gather(Group& g, std::string_view collective, const char* send, char* recv,
-                          std::vector<size_t> counts, DType dtype) {
+                          Blocks counts, DType dtype) {
   RegionLease region;
   if (!try_acquire_region(g, region)) {
     comm::Task acquire = acquire_region(g, region);
@@ -384,7 +384,7 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
 }
 
 comm::Task shm_all_gather_on(Group& g, RegionLease& region, std::string_view collective,
-                             const char* send, char* recv, std::vector<size_t> counts, DType dtype) {
+                             const char* send, char* recv, Blocks counts, DType dtype) {
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);

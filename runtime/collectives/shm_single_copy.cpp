@@ -53,17 +53,17 @@ bool balances_single_copy(const ShmRegion& region) {
 }
 
 /// Whether blocks differ in size.
-bool uneven(const std::vector<size_t>& counts) {
+bool uneven(std::span<const size_t> counts) {
   return std::any_of(counts.begin(), counts.end(), [&](size_t c) { return c != counts[0]; });
 }
 
 }  // namespace
 
-bool single_copy_folds_even_shares(const ShmRegion& region, const std::vector<size_t>& counts) {
+bool single_copy_folds_even_shares(const ShmRegion& region, std::span<const size_t> counts) {
   return uneven(counts) && balances_single_copy(region);
 }
 
-bool single_copy_splits_blocks(const ShmRegion& region, const std::vector<size_t>& counts) {
+bool single_copy_splits_blocks(const ShmRegion& region, std::span<const size_t> counts) {
   return counts.size() == 2 && counts[0] && counts[1] && uneven(counts) &&
          balances_single_copy(region);
 }
@@ -198,7 +198,7 @@ comm::Task single_copy_all_reduce(Group& g, RegionLease& region, const char* sen
 /// writes it, a chunk read before it is written.
 comm::Task single_copy_reduce_scatter(Group& g, RegionLease& region, std::string_view collective,
                                       const char* send, char* out,
-                                      const std::vector<size_t>& counts, DType dtype, ReduceOp op,
+                                      std::span<const size_t> counts, DType dtype, ReduceOp op,
                                       bool balanced, CallSignature signature) {
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
@@ -253,7 +253,7 @@ void push_own_block(const ShmRegion& region, uint64_t round, int me, const char*
 }
 
 /// The rank whose block is the only one with elements (a broadcast's root), or -1.
-int sole_block(const std::vector<size_t>& counts) {
+int sole_block(std::span<const size_t> counts) {
   int owner = -1;
   for (size_t p = 0; p < counts.size(); ++p) {
     if (!counts[p]) continue;
@@ -272,7 +272,7 @@ int sole_block(const std::vector<size_t>& counts) {
 /// dev: 3.2-3.9 GB/s against 7.0-7.5), whole pages. A sole block (a broadcast's root, which
 /// copies nothing into its own recv) is split too, its owner writing its last 1/n. Otherwise
 /// each rank reads the others' blocks.
-size_t pushed_bytes(const std::vector<size_t>& counts, size_t es, int p, bool split) {
+size_t pushed_bytes(std::span<const size_t> counts, size_t es, int p, bool split) {
   const size_t mine = counts[p] * es;
   if (split) {
     const size_t other = counts[1 - p] * es;
@@ -295,7 +295,7 @@ size_t pushed_bytes(const std::vector<size_t>& counts, size_t es, int p, bool sp
 /// all-gatherv, Xeon, 16 MiB: 3.5-5.9 against 2.1-2.8. Two ranks with blocks 1:2, each writing
 /// its whole block: Xeon, 16 MiB 2.02 ms against 1.76-1.79 reading.)
 comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_view collective,
-                                  const char* send, char* recv, const std::vector<size_t>& counts,
+                                  const char* send, char* recv, std::span<const size_t> counts,
                                   DType dtype, bool split, CallSignature signature) {
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);

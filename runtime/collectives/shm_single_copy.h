@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -17,10 +18,10 @@ namespace seam::collectives {
 
 /// Whether a single-copy reduce-scatter of these blocks folds even shares of all of them instead
 /// of each rank its own block (single-copy-balanced, part of the call's signature).
-bool single_copy_folds_even_shares(const ShmRegion& region, const std::vector<size_t>& counts);
+bool single_copy_folds_even_shares(const ShmRegion& region, std::span<const size_t> counts);
 /// Whether a single-copy gather of these blocks splits the larger of two uneven ones between its
 /// owner and the peer (single-copy-balanced, part of the call's signature).
-bool single_copy_splits_blocks(const ShmRegion& region, const std::vector<size_t>& counts);
+bool single_copy_splits_blocks(const ShmRegion& region, std::span<const size_t> counts);
 /// The signature's variant of a single-copy call, `balanced` or not.
 ShmVariant single_copy_variant(bool balanced);
 
@@ -32,13 +33,13 @@ comm::Task single_copy_all_reduce(Group& g, RegionLease& region, const char* sen
 /// written into their owners' out) out of all ranks' send buffers.
 comm::Task single_copy_reduce_scatter(Group& g, RegionLease& region, std::string_view collective,
                                       const char* send, char* out,
-                                      const std::vector<size_t>& counts, DType dtype, ReduceOp op,
+                                      std::span<const size_t> counts, DType dtype, ReduceOp op,
                                       bool balanced, CallSignature signature);
 /// All-gather(v) and broadcast: every rank reads the peers' blocks into its recv, but for the
 /// ends their owners write into it (two ranks' blocks, a broadcast root's last 1/n; `split`: two
 /// uneven blocks, the larger one shared between its owner and the peer).
 comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_view collective,
-                                  const char* send, char* recv, const std::vector<size_t>& counts,
+                                  const char* send, char* recv, std::span<const size_t> counts,
                                   DType dtype, bool split, CallSignature signature);
 
 }  // namespace seam::collectives

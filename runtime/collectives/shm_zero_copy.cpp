@@ -72,7 +72,7 @@ comm::Task zero_copy_all_reduce(Group& g, ShmRegion& region, const char* send, c
 
 comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_view collective,
                                     const char* send, char* out, ZeroCopyHandles handles,
-                                    const std::vector<size_t>& counts, DType dtype, ReduceOp op) {
+                                    std::span<const size_t> counts, DType dtype, ReduceOp op) {
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
@@ -120,7 +120,7 @@ comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_vie
 
 comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view collective,
                                 const char* send, char* recv, uint64_t recv_handle,
-                                const std::vector<size_t>& counts, DType dtype) {
+                                std::span<const size_t> counts, DType dtype) {
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);

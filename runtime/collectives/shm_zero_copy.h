@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -30,10 +31,10 @@ comm::Task zero_copy_all_reduce(Group& g, ShmRegion& region, const char* send, c
 /// SharedHostMemory (peers may then write into it).
 comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_view collective,
                                     const char* send, char* out, ZeroCopyHandles handles,
-                                    const std::vector<size_t>& counts, DType dtype, ReduceOp op);
+                                    std::span<const size_t> counts, DType dtype, ReduceOp op);
 /// Needs handles.recv (peers write their blocks into this rank's output).
 comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view collective,
                                 const char* send, char* recv, uint64_t recv_handle,
-                                const std::vector<size_t>& counts, DType dtype);
+                                std::span<const size_t> counts, DType dtype);
 
 }  // namespace seam::collectives
