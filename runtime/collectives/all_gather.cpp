@@ -1,4 +1,5 @@
 #include <cstring>
+#include <numeric>
 
 #include "runtime/collectives/blocks.h"
 #include "runtime/collectives/chunks.h"
@@ -82,7 +83,7 @@ namespace {
 // schedules take them as a vector.
 comm::Task all_gather_blocks(Group& g, Collective collective, const void* send, void* recv,
                              Blocks counts, DType dtype) {
-  size_t total = block_offsets(counts).back();
+  const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
   Algorithm a = select_algorithm(collective, g, total * dtype_size(dtype), total, dtype);
   auto in = static_cast<const char*>(send);
   auto out = static_cast<char*>(recv);

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 #include "kernels/reduce/reduce.h"
 #include "runtime/collectives/blocks.h"
@@ -98,7 +99,7 @@ namespace {
 comm::Task reduce_scatter_blocks(Group& g, Collective collective, const void* send, void* recv,
                                  Blocks counts, DType dtype, ReduceOp op) {
   check_reducible(collective_name(collective), dtype);
-  size_t total = block_offsets(counts).back();
+  const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
   Algorithm a = select_algorithm(collective, g, total * dtype_size(dtype), total, dtype);
   auto in = static_cast<const char*>(send);
   auto out = static_cast<char*>(recv);

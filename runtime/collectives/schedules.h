@@ -72,8 +72,9 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
                               Blocks counts, DType dtype, ReduceOp op);
 comm::Task shm_all_gather(Group& g, std::string_view collective, const char* send, char* recv,
                           Blocks counts, DType dtype);
-/// shm_all_gather on the region `region` holds (finished at the end).
-comm::Task shm_all_gather_on(Group& g, RegionLease& region, std::string_view collective,
+/// shm_all_gather on the region `held` holds (finished at the end); on one it acquires where
+/// `held` is null.
+comm::Task shm_all_gather_on(Group& g, RegionLease* held, std::string_view collective,
                              const char* send, char* recv, Blocks counts, DType dtype);
 /// A broadcast through shared memory (shm_broadcast.cpp): small ones through the root's slot
 /// without a wait for every rank, larger ones a gather of the root's block; where the ranks

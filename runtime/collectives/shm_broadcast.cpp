@@ -137,7 +137,7 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
           region.finish();
         } else {
           RootBlockGather gather = root_block_gather(g, buffer, count, dtype, root);
-          comm::Task call = shm_all_gather_on(g, region, "broadcast", gather.own, buffer,
+          comm::Task call = shm_all_gather_on(g, &region, "broadcast", gather.own, buffer,
                                               Blocks(gather.blocks), dtype);
           co_await comm::run(call);
         }

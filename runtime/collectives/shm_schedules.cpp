@@ -293,7 +293,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
   Blocks at(n + 1, 0);  // where block j's piece sits in a slot, in elements
   for (int j = 0; j < n; ++j) at[j + 1] = at[j] + pieces.piece[j];
   // Balanced, rank r folds slot positions [share[r], share[r + 1]) of every round.
-  const auto share = block_offsets(even_blocks(at[n], n));
+  const Blocks share = balanced ? block_offsets(even_blocks(at[n], n)) : Blocks();
   BufferExchange exchange(g, *region,
                           signature_of(Collective::reduce_scatterv, dtype, op, counts,
                                        balanced ? ShmVariant::slots_balanced : ShmVariant::slots),
@@ -374,17 +374,18 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
 
 comm::Task shm_all_gather(Group& g, std::string_view collective, const char* send, char* recv,
                           Blocks counts, DType dtype) {
-  RegionLease region;
-  if (!try_acquire_region(g, region)) {
-    comm::Task acquire = acquire_region(g, region);
-    co_await comm::run(acquire);
-  }
-  comm::Task gather = shm_all_gather_on(g, region, collective, send, recv, std::move(counts), dtype);
-  co_await comm::run(gather);
+  return shm_all_gather_on(g, nullptr, collective, send, recv, std::move(counts), dtype);
 }
 
-comm::Task shm_all_gather_on(Group& g, RegionLease& region, std::string_view collective,
+comm::Task shm_all_gather_on(Group& g, RegionLease* held, std::string_view collective,
                              const char* send, char* recv, Blocks counts, DType dtype) {
+  // One coroutine frame whether the caller holds the region or not.
+  RegionLease acquired;
+  if (!held && !try_acquire_region(g, acquired)) {
+    comm::Task acquire = acquire_region(g, acquired);
+    co_await comm::run(acquire);
+  }
+  RegionLease& region = held ? *held : acquired;
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
