@@ -216,6 +216,7 @@ struct PublishedAwaiter : comm::detail::AwaiterBase<PublishedAwaiter> {
   int only = -1;          ///< with a rank of the group: waits for that rank alone
   bool ready() override;
   int blocking_peer() const override;
+  bool waits_on_memory() const override { return true; }
   void await_resume();
 };
 PublishedAwaiter peers_published(const Group& g, const ShmRegion& region, uint64_t round,

@@ -139,6 +139,9 @@ class Engine {
 
  private:
   void step_all();
+  /// One turn of a spin that keeps the core: where `w` is the only operation and waits on
+  /// shared-memory flags, a few looks at them alone; else one relax.
+  void look_again(WorkState& w);
   void fail(WorkState& w, std::exception_ptr e);
   void abort(const std::string& reason, int peer);
   /// Fails `w` with a MismatchError (and aborts) when `peer`, which it waits for, sent a message

@@ -28,6 +28,9 @@ class WaitPoint {
   virtual bool ready() = 0;
   /// World rank the task is blocked on, for timeout messages (-1 if none or several).
   virtual int blocking_peer() const { return -1; }
+  /// Whether ready() reads only memory that other processes write (shared-memory flags): the
+  /// driver may then look again at once, without the transport's progress in between.
+  virtual bool waits_on_memory() const { return false; }
 };
 
 class Task {
@@ -84,6 +87,14 @@ class Task {
     static thread_local uint64_t count = 0;
     return count;
   }
+
+  /// Whether the task is suspended on a wait point that waits_on_memory().
+  bool waits_on_memory() const {
+    return handle_ && !handle_.done() && handle_.promise().waiting &&
+           handle_.promise().waiting->waits_on_memory();
+  }
+  /// Whether what the suspended task waits for is there (step() would resume it).
+  bool wait_over() const { return handle_.promise().waiting->ready(); }
 
   /// Peer the task is blocked on (-1 if none known).
   int blocking_peer() const {
@@ -151,6 +162,7 @@ struct SubTaskAwaiter : AwaiterBase<SubTaskAwaiter> {
     }
   }
   int blocking_peer() const override { return sub->blocking_peer(); }
+  bool waits_on_memory() const override { return sub->waits_on_memory(); }
   void await_resume() {
     if (error) std::rethrow_exception(error);
   }
