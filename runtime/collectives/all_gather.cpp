@@ -94,7 +94,8 @@ comm::Task all_gather_blocks(Group& g, Collective collective, const void* send, 
     return hierarchical_all_gather(g, collective_name(collective), in, out, std::move(blocks),
                                    dtype);
   return aborting_on_mismatch(
-      g, a, message_all_gather(a, g, collective_name(collective), in, out, std::move(blocks), dtype));
+      g, a,
+      message_all_gather(a, g, collective_name(collective), in, out, std::move(blocks), dtype));
 }
 
 }  // namespace

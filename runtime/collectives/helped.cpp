@@ -82,8 +82,8 @@ void Helpers::split_sources(std::span<const void* const> srcs, size_t count, siz
   });
 }
 
-void Helpers::reduce_across(void* dst, std::span<const void* const> srcs, size_t count,
-                            DType dtype, ReduceOp op, kernels::Store store) const {
+void Helpers::reduce_across(void* dst, std::span<const void* const> srcs, size_t count, DType dtype,
+                            ReduceOp op, kernels::Store store) const {
   const size_t es = dtype_size(dtype);
   split_sources(srcs, count, es, [&](size_t begin, size_t end, std::span<const void* const> from) {
     kernels::reduce(static_cast<char*>(dst) + begin * es, from, end - begin, dtype, op, store);

@@ -182,7 +182,8 @@ comm::Task all_reduce_over_hosts(Group& g, const char* send, char* recv, size_t 
   if (blocks.size() == 1) {  // a host of one rank: its buffer is the host's sum
     if (recv != send) std::memcpy(recv, send, count * es);
   } else {
-    comm::Task reduce = shm_reduce_scatter(v.local, "all_reduce", send, block, Blocks(blocks), dtype, op);
+    comm::Task reduce =
+        shm_reduce_scatter(v.local, "all_reduce", send, block, Blocks(blocks), dtype, op);
     co_await comm::run(reduce);
   }
   // ...which sums it with rank j of every other host...
@@ -209,8 +210,9 @@ comm::Task reduce_scatter_over_hosts(Group& g, std::string_view collective, cons
   // this host's rank j (one shared-memory reduce-scatter per host).
   Scratch partial(b.at.back() * es);
   for (int h = 0; h < b.views.layout.hosts; ++h) {
-    comm::Task reduce = shm_reduce_scatter(b.views.local, collective, source + b.host_offset(h) * es,
-                                           partial.data() + b.at[h] * es, Blocks(b.of_host(h)), dtype, op);
+    comm::Task reduce =
+        shm_reduce_scatter(b.views.local, collective, source + b.host_offset(h) * es,
+                           partial.data() + b.at[h] * es, Blocks(b.of_host(h)), dtype, op);
     co_await comm::run(reduce);
   }
   // The hosts' partial sums of each block meet on its rank.

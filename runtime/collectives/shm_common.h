@@ -4,9 +4,9 @@
 #pragma once
 
 #include <algorithm>
-#include <span>
 #include <cstdint>
 #include <exception>
+#include <span>
 #include <string_view>
 #include <vector>
 

@@ -197,9 +197,9 @@ comm::Task single_copy_all_reduce(Group& g, RegionLease& region, const char* sen
 /// out is this rank's own block of send; only the rank whose share holds an element reads and
 /// writes it, a chunk read before it is written.
 comm::Task single_copy_reduce_scatter(Group& g, RegionLease& region, std::string_view collective,
-                                      const char* send, char* out,
-                                      std::span<const size_t> counts, DType dtype, ReduceOp op,
-                                      bool balanced, CallSignature signature) {
+                                      const char* send, char* out, std::span<const size_t> counts,
+                                      DType dtype, ReduceOp op, bool balanced,
+                                      CallSignature signature) {
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);

@@ -32,9 +32,9 @@ comm::Task single_copy_all_reduce(Group& g, RegionLease& region, const char* sen
 /// Reduce-scatter(v): every rank folds its block (`balanced`: an even share of all blocks,
 /// written into their owners' out) out of all ranks' send buffers.
 comm::Task single_copy_reduce_scatter(Group& g, RegionLease& region, std::string_view collective,
-                                      const char* send, char* out,
-                                      std::span<const size_t> counts, DType dtype, ReduceOp op,
-                                      bool balanced, CallSignature signature);
+                                      const char* send, char* out, std::span<const size_t> counts,
+                                      DType dtype, ReduceOp op, bool balanced,
+                                      CallSignature signature);
 /// All-gather(v) and broadcast: every rank reads the peers' blocks into its recv, but for the
 /// ends their owners write into it (two ranks' blocks, a broadcast root's last 1/n; `split`: two
 /// uneven blocks, the larger one shared between its owner and the peer).
