@@ -64,6 +64,10 @@ void Helpers::copy_across(void* dst, const void* src, size_t bytes, kernels::Sto
 }
 
 void Helpers::copy(std::span<const Copy> copies, kernels::Store store) const {
+  if (threads_ == 0) {  // nothing to split: no per-call bookkeeping
+    for (const Copy& c : copies) kernels::copy(c.dst, c.src, c.bytes, store);
+    return;
+  }
   Blocks bytes(copies.size());
   for (size_t i = 0; i < copies.size(); ++i) bytes[i] = copies[i].bytes;
   split_pieces(bytes, 1, [&](size_t i, size_t begin, size_t end) {
