@@ -22,7 +22,7 @@
 namespace seam::collectives {
 namespace {
 
-constexpr size_t kFlagsBytes = 128;
+constexpr size_t kFlagsBytes = ShmRegion::kFlagsBytes;
 // What a peer reads from this process, and writes back unchanged, to find out whether it may
 // (probe_single_copy). This process never reads it.
 constexpr uint64_t kProbeValue = 0x5ea3c0117ec71e5ull;
@@ -47,9 +47,9 @@ thread_local std::shared_ptr<ShmRegion> last_region;
 
 bool region_of(const Group& g, const ShmRegion::Key& key) {
   const std::vector<int>& members = key.second;
-  if (g.communicator_id() != key.first || static_cast<size_t>(g.size()) != members.size())
-    return false;
-  for (int r = 0; r < g.size(); ++r)
+  const int n = g.size();
+  if (g.communicator_id() != key.first || static_cast<size_t>(n) != members.size()) return false;
+  for (int r = 0; r < n; ++r)
     if (g.world_rank(r) != members[r]) return false;
   return true;
 }
@@ -175,6 +175,8 @@ void ShmRegion::attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_
   static_assert(sizeof(std::atomic<uint8_t>) == 1 && std::atomic<uint8_t>::is_always_lock_free);
   static_assert(std::atomic<int64_t>::is_always_lock_free);
   char* base = static_cast<char*>(segment_->data());
+  flags_ = base + header_blocks(ranks_) * kFlagsBytes;
+  slots_ = flags_ + ranks_ * kFlagsBytes;
   tuner_.attach(reinterpret_cast<std::atomic<uint8_t>*>(base),
                 reinterpret_cast<std::atomic<int64_t>*>(base + kFlagsBytes), ranks_, rank);
   if (ranks_ != 2) return;  // only two ranks' calls move through the slots' heads
@@ -183,18 +185,6 @@ void ShmRegion::attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_
       shm::map_in(slot(r, parity), std::min(kPlacedBytes, slot_bytes_));
 }
 
-ShmRegion::Flags* ShmRegion::flags(int rank) const {
-  static_assert(sizeof(Flags) <= kFlagsBytes);
-  return reinterpret_cast<Flags*>(static_cast<char*>(segment_->data()) +
-                                 (header_blocks(ranks_) + rank) * kFlagsBytes);
-}
-
-char* ShmRegion::slot(int rank, uint64_t round) const {
-  char* slots = static_cast<char*>(segment_->data()) + (header_blocks(ranks_) + ranks_) * kFlagsBytes;
-  return slots + (static_cast<size_t>(rank) * 4 + round % 2) * slot_bytes_;
-}
-
-char* ShmRegion::result(int rank, uint64_t round) const { return slot(rank, round) + 2 * slot_bytes_; }
 
 void ShmRegion::publish_words(int rank, uint64_t round, CallSignature signature, uint64_t first,
                               uint64_t second) {

@@ -50,15 +50,19 @@ class ShmRegion {
   int ranks() const { return ranks_; }
   size_t slot_bytes() const { return slot_bytes_; }
   /// Rank r's input slot for `round` (rounds alternate between two slots per rank).
-  char* slot(int rank, uint64_t round) const;
+  char* slot(int rank, uint64_t round) const {
+    return slots_ + (static_cast<size_t>(rank) * 4 + round % 2) * slot_bytes_;
+  }
   /// The head of every input slot through which two ranks' small calls move from call to call
   /// (slot_place). attach() maps its pages in: a first touch there would cost a page fault on
   /// each side in the middle of a call (dev, 2 ranks, all-gather 4 KiB, the first 41 calls:
   /// 2.78-3.00 us a call against 1.11-1.31 with the pages mapped).
   static constexpr size_t kPlacedBytes = 128 * 1024;
+  /// The bytes of one rank's flags in the segment (its Flags, padded to two cache lines).
+  static constexpr size_t kFlagsBytes = 128;
   /// Rank r's result slot for `round`: where the two-phase schedules (all-reduce in shares,
   /// balanced reduce-scatter) leave what the rank folded for its peers.
-  char* result(int rank, uint64_t round) const;
+  char* result(int rank, uint64_t round) const { return slot(rank, round) + 2 * slot_bytes_; }
   /// Publishes that this rank's slot for `round` is filled, with its call's signature and two
   /// words of the schedule's choosing (addresses or shared-memory handles).
   void publish_words(int rank, uint64_t round, CallSignature signature, uint64_t first,
@@ -148,9 +152,14 @@ class ShmRegion {
     std::atomic<uint64_t> probe;  // address of a known word in the process
     std::atomic<uint64_t> host_token;  // shm::process_token()
   };
-  Flags* flags(int rank) const;
+  static_assert(sizeof(Flags) <= kFlagsBytes);
+  Flags* flags(int rank) const { return reinterpret_cast<Flags*>(flags_ + rank * kFlagsBytes); }
   Key key_;
   std::unique_ptr<shm::SharedSegment> segment_;
+  // Where the segment's per-rank flags and its slots begin (set by attach(): every call's
+  // publications and copies compute their places from them).
+  char* flags_ = nullptr;
+  char* slots_ = nullptr;
   int ranks_;
   size_t slot_bytes_ = 0;
   uint64_t next_round_ = 1;
