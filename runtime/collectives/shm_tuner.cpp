@@ -88,13 +88,17 @@ void ScheduleTuner::done(const Choice& choice) {
     last_start = std::max(last_start, starts_[2 * r + choice.start_slot].load(std::memory_order_relaxed));
   // Per byte: a class holds calls of up to twice each other's size.
   const int s = static_cast<int>(choice.schedule);
-  e.samples[s][e.taken[s]++] = static_cast<double>(steady_ns() - last_start) / choice.bytes;
+  const double ns_per_byte = static_cast<double>(steady_ns() - last_start) / choice.bytes;
+  e.samples[s][e.taken[s]++] = ns_per_byte;
+  SEAM_LOG_DEBUG("{}: calls of {} KiB and up, {} explored: {:.3f} ns/B", kind_name(choice.entry),
+                 (kFromBytes << (choice.entry % kClasses)) / 1024, shm_variant_name(choice.schedule),
+                 ns_per_byte);
   if (e.calls != e.explored) return;
   double typical[kSchedules];
   for (int t = 0; t < kSchedules; ++t)
     typical[t] = median(std::span(e.samples[t].data(), e.taken[t]));
   const Schedule verdict = decide(typical, choice.fallback);
-  const bool tentative = !e.confirming && verdict != choice.fallback;
+  const bool tentative = !e.confirming;
   if (!tentative) e.taken.fill(0);
   table_[choice.entry].store(
       static_cast<uint8_t>((static_cast<int>(verdict) + 1) | (tentative ? kConfirm : 0)),
