@@ -63,7 +63,7 @@ class ScheduleTuner {
   /// Explored calls per schedule (a block of each candidate in turn); all of a block's calls
   /// but its first are timed.
   static constexpr uint64_t kSamples = 5;
-  /// The calls of a size class before every rank runs the verdict: the exploration of every
+  /// The most calls of a size class before every rank runs the verdict: the exploration of every
   /// schedule, then the call that still takes the fallback; twice, as a second exploration
   /// confirms the first's verdict.
   static constexpr int kSettlingCalls = 2 * (kSamples * kSchedules + 1);
