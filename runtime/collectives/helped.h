@@ -85,14 +85,14 @@ class Helpers {
   /// kernels::reduce, split (weighed by the bytes it reads from all `srcs`).
   void reduce(void* dst, std::span<const void* const> srcs, size_t count, DType dtype, ReduceOp op,
               kernels::Store store = kernels::Store::cached) const {
-    if (!splits(count * dtype_size(dtype) * srcs.size()))
+    if (!splits_fold(srcs, count, dtype))
       return kernels::reduce(dst, srcs, count, dtype, op, store);
     reduce_across(dst, srcs, count, dtype, op, store);
   }
   /// kernels::reduce_and_keep, split as reduce() is.
   void reduce_and_keep(void* dst, void* kept, std::span<const void* const> srcs, size_t count,
                        DType dtype, ReduceOp op) const {
-    if (!splits(count * dtype_size(dtype) * srcs.size()))
+    if (!splits_fold(srcs, count, dtype))
       return kernels::reduce_and_keep(dst, kept, srcs, count, dtype, op);
     reduce_and_keep_across(dst, kept, srcs, count, dtype, op);
   }
@@ -114,6 +114,10 @@ class Helpers {
                      const SourcesPart& part) const;
   /// Whether an operation of `bytes` is cut for the helpers.
   bool splits(size_t bytes) const { return threads_ > 0 && bytes >= kHelpedBytes; }
+  /// Whether a fold of `count` elements of every one of `srcs` is (weighed by what it reads).
+  bool splits_fold(std::span<const void* const> srcs, size_t count, DType dtype) const {
+    return splits(count * dtype_size(dtype) * srcs.size());
+  }
   /// split() where it cuts.
   void split_across(size_t units, size_t unit_bytes,
                     const std::function<void(size_t, size_t)>& part) const;

@@ -19,6 +19,11 @@ const char* kind_name(int entry) {
   return names[entry / ScheduleTuner::kClasses];
 }
 
+/// The smallest calls of a table entry's size class, in KiB (for the log).
+size_t class_kib(int entry) {
+  return (ScheduleTuner::kFromBytes << (entry % ScheduleTuner::kClasses)) / 1024;
+}
+
 /// The median of `samples` (kUnmeasured when empty).
 double median(std::span<double> samples) {
   if (samples.empty()) return ScheduleTuner::kUnmeasured;
@@ -91,7 +96,7 @@ void ScheduleTuner::done(const Choice& choice) {
   const double ns_per_byte = static_cast<double>(steady_ns() - last_start) / choice.bytes;
   e.samples[s][e.taken[s]++] = ns_per_byte;
   SEAM_LOG_DEBUG("{}: calls of {} KiB and up, {} explored: {:.3f} ns/B", kind_name(choice.entry),
-                 (kFromBytes << (choice.entry % kClasses)) / 1024, shm_variant_name(choice.schedule),
+                 class_kib(choice.entry), shm_variant_name(choice.schedule),
                  ns_per_byte);
   if (e.calls != e.explored) return;
   double typical[kSchedules];
@@ -106,8 +111,8 @@ void ScheduleTuner::done(const Choice& choice) {
   SEAM_LOG_DEBUG(
       "{}: calls of {} KiB to {} KiB {} {}{} (median ns/B{}: slots {}, single-copy {}, "
       "slots-whole {})",
-      kind_name(choice.entry), (kFromBytes << (choice.entry % kClasses)) / 1024,
-      (kFromBytes << (choice.entry % kClasses + 1)) / 1024, tentative ? "would take" : "take",
+      kind_name(choice.entry), class_kib(choice.entry), 2 * class_kib(choice.entry),
+      tentative ? "would take" : "take",
       shm_variant_name(verdict), tentative ? ", exploring again to confirm" : "",
       e.confirming ? " of both explorations" : "", shown(typical[0]), shown(typical[1]),
       shown(typical[2]));
