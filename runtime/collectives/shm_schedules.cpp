@@ -58,12 +58,19 @@ uint64_t zero_copy_handle(const void* data, size_t bytes, size_t call_bytes) {
   return call_bytes >= kZeroCopyBytes ? shm::shared_handle_of(data, bytes) : 0;
 }
 
-/// Before the tuner has measured a size class, where the region prefers single-copy reads (a
-/// fast kernel copy), calls from this size take them: gathers at any rank count, reductions at
-/// two ranks. (16-core Xeon: gathers 1.15-1.3x faster from 1 MiB at 2 ranks and from 4 MiB at 8;
-/// the 2-rank all-reduce 1.2-1.4x; at 8 ranks the reductions were even or faster through the
-/// slots, reduce-scatterv by 1.2-1.3x.)
+/// Where the region prefers single-copy reads (a fast kernel copy), the tuner falls back on them,
+/// and keeps them unless the slots measured faster by its margin, for calls from this size:
+/// gathers at any rank count, reductions at two ranks. (16-core Xeon: gathers 1.15-1.3x faster
+/// from 1 MiB at 2 ranks and from 4 MiB at 8; the 2-rank all-reduce 1.2-1.4x.)
 constexpr size_t kSingleCopyBytes = size_t{1} << 20;
+
+/// The same for reductions at more than two ranks, each with a core. (Xeon, 8 ranks, forced,
+/// medians, us: all-reduce 4 MiB 758 against the slots' 1160, 16 MiB 3307 against 3834, 64 MiB
+/// 18988 against 15521; reduce-scatter 447 against 707 at 4 MiB, 7849 against 10915 at 64 MiB;
+/// 1 MiB all-reduce 365 against 317. Explored in blocks of five calls, single-copy ran slower
+/// than in a row of them, and a slots fallback kept the slots at 4 MiB in 23 of 54 runs. Where
+/// ranks outnumber cores, the slots won 2-4x: 4 ranks on the 2 dev vCPUs.)
+constexpr size_t kSingleCopyReductionBytes = size_t{4} << 20;
 
 /// The schedule for a call of `bytes` on plain buffers: whichever the region's tuner measured
 /// fastest among those this group can run. The slot schedules always (the slots; at two ranks
@@ -108,10 +115,11 @@ ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes
   size_t count = 1;
   if (kind == Kind::all_reduce && region.ranks() == 2) candidates[count++] = Schedule::slots_whole;
   if (single_copy) candidates[count++] = Schedule::single_copy;
-  const bool single_copy_first = single_copy && region.single_copy_preferred() &&
-                                 bytes >= kSingleCopyBytes &&
-                                 (kind == Kind::all_gather || kind == Kind::broadcast ||
-                                  region.ranks() == 2);
+  const bool gather = kind == Kind::all_gather || kind == Kind::broadcast;
+  const bool single_copy_first =
+      single_copy && region.single_copy_preferred() &&
+      ((bytes >= kSingleCopyBytes && (gather || region.ranks() == 2)) ||
+       (bytes >= kSingleCopyReductionBytes && !region.oversubscribed()));
   return region.tuner().choose(kind, bytes, std::span(candidates, count),
                                single_copy_first ? Schedule::single_copy : Schedule::slots);
 }
