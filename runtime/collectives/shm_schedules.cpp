@@ -116,10 +116,9 @@ ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes
   if (kind == Kind::all_reduce && region.ranks() == 2) candidates[count++] = Schedule::slots_whole;
   if (single_copy) candidates[count++] = Schedule::single_copy;
   const bool gather = kind == Kind::all_gather || kind == Kind::broadcast;
-  const bool single_copy_first =
-      single_copy && region.single_copy_preferred() &&
-      ((bytes >= kSingleCopyBytes && (gather || region.ranks() == 2)) ||
-       (bytes >= kSingleCopyReductionBytes && !region.oversubscribed()));
+  const bool single_copy_first = single_copy && region.single_copy_preferred() &&
+                                 ((bytes >= kSingleCopyBytes && (gather || region.ranks() == 2)) ||
+                                  (bytes >= kSingleCopyReductionBytes && !region.oversubscribed()));
   return region.tuner().choose(kind, bytes, std::span(candidates, count),
                                single_copy_first ? Schedule::single_copy : Schedule::slots);
 }
