@@ -68,8 +68,9 @@ constexpr size_t kSingleCopyBytes = size_t{1} << 20;
 /// medians, us: all-reduce 4 MiB 758 against the slots' 1160, 16 MiB 3307 against 3834, 64 MiB
 /// 18988 against 15521; reduce-scatter 447 against 707 at 4 MiB, 7849 against 10915 at 64 MiB;
 /// 1 MiB all-reduce 365 against 317. Explored in blocks of five calls, single-copy ran slower
-/// than in a row of them, and a slots fallback kept the slots at 4 MiB in 23 of 54 runs. Where
-/// ranks outnumber cores, the slots won 2-4x: 4 ranks on the 2 dev vCPUs.)
+/// than in a row of them, and a slots fallback kept the slots at 4 MiB in 23 of 54 runs; with
+/// this one the tuner still took the slots at 64 MiB in 3 of 4. Where ranks outnumber cores,
+/// the slots won 1.4-4x: 4 ranks on the 2 dev vCPUs.)
 constexpr size_t kSingleCopyReductionBytes = size_t{4} << 20;
 
 /// The schedule for a call of `bytes` on plain buffers: whichever the region's tuner measured
