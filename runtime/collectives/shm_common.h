@@ -8,7 +8,6 @@
 #include <exception>
 #include <span>
 #include <string_view>
-#include <vector>
 
 #include "kernels/reduce/reduce.h"
 #include "layouts/dtype.h"

@@ -185,7 +185,6 @@ void ShmRegion::attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_
       shm::map_in(slot(r, parity), std::min(kPlacedBytes, slot_bytes_));
 }
 
-
 void ShmRegion::publish_words(int rank, uint64_t round, CallSignature signature, uint64_t first,
                               uint64_t second) {
   flags(rank)->signature[round % 2].store(signature.word, std::memory_order_relaxed);

@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <span>
 #include <string_view>
-#include <vector>
 
 #include "layouts/dtype.h"
 #include "runtime/collectives/group.h"

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
-#include <vector>
 
 #include "layouts/dtype.h"
 #include "runtime/collectives/group.h"
