@@ -95,8 +95,8 @@ void ScheduleTuner::done(const Choice& choice) {
   const int s = static_cast<int>(choice.schedule);
   const double ns_per_byte = static_cast<double>(steady_ns() - last_start) / choice.bytes;
   e.samples[s][e.taken[s]++] = ns_per_byte;
-  SEAM_LOG_DEBUG("{}: calls of {} KiB to {} KiB, {} explored: {:.3f} ns/B",
-                 kind_name(choice.entry), class_kib(choice.entry), 2 * class_kib(choice.entry),
+  SEAM_LOG_DEBUG("{}: calls of {} KiB to {} KiB, {} explored: {:.3f} ns/B", kind_name(choice.entry),
+                 class_kib(choice.entry), 2 * class_kib(choice.entry),
                  shm_variant_name(choice.schedule), ns_per_byte);
   if (e.calls != e.explored) return;
   double typical[kSchedules];
