@@ -99,6 +99,10 @@ class Transport {
   /// Why peer counts as lost, where the transport knows (its abort notice, the death of its
   /// process); empty otherwise.
   virtual std::string why_lost(int /*peer*/) { return {}; }
+  /// The reason in another rank's abort notice, waiting up to `wait` (progressing) for one to
+  /// arrive; empty when none did. A broken connection is often the exit of a peer that aborted,
+  /// and the notice that names the cause may arrive just after the break, on another connection.
+  virtual std::string abort_notice(std::chrono::milliseconds /*wait*/) { return {}; }
   /// The tag of a message from world rank `peer` that arrived before any receive matched it and
   /// whose tag equals `tag` on the bits of `mask`, if there is one: how a caller that waits
   /// finds out that the peer sent under another tag (it called something else).

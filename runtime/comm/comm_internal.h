@@ -144,6 +144,9 @@ class Engine {
   void look_again(WorkState& w);
   void fail(WorkState& w, std::exception_ptr e);
   void abort(const std::string& reason, int peer);
+  /// Where `error` (a CommError about `peer`) says the peer is lost, the reason in another
+  /// rank's abort notice that may trail it, as " (...)"; else empty.
+  std::string abort_behind(std::string_view error, int peer);
   /// Fails `w` with a MismatchError (and aborts) when `peer`, which it waits for, sent a message
   /// of the same call under another signature.
   bool called_otherwise(WorkState& w, int peer);

@@ -46,6 +46,9 @@ class OwningTransport final : public transport::Transport {
   void wake_if_sleeping(std::span<const int> world_ranks) override { t_->wake_if_sleeping(world_ranks); }
   bool peer_alive(int p) override { return t_->peer_alive(p); }
   std::string why_lost(int p) override { return t_->why_lost(p); }
+  std::string abort_notice(std::chrono::milliseconds wait) override {
+    return t_->abort_notice(wait);
+  }
   std::optional<uint64_t> unmatched_tag(int p, uint64_t tag, uint64_t mask) override {
     return t_->unmatched_tag(p, tag, mask);
   }

@@ -42,6 +42,11 @@ class CompositeTransport final : public transport::Transport {
   }
   bool peer_alive(int peer) override { return route(peer).peer_alive(peer); }
   std::string why_lost(int peer) override { return route(peer).why_lost(peer); }
+  /// Only other hosts' notices can trail a broken connection: a local peer's abort is in shared
+  /// memory before its process exits.
+  std::string abort_notice(std::chrono::milliseconds wait) override {
+    return remote_->abort_notice(wait);
+  }
   std::optional<uint64_t> unmatched_tag(int peer, uint64_t tag, uint64_t mask) override {
     return route(peer).unmatched_tag(peer, tag, mask);
   }

@@ -380,8 +380,16 @@ class UcxTransportImpl final : public UcxTransport {
     const std::string why = "seam ucx: rank " + notice.substr(0, nl) + " aborted the job: " +
                             (nl == std::string::npos ? std::string() : notice.substr(nl + 1));
     SEAM_LOG_DEBUG("{}", why);
+    t->notice_ = why;
     for (auto& p : t->peers_)
       if (p.rank != t->rank_) t->mark_dead(p, why);
+  }
+
+  std::string abort_notice(std::chrono::milliseconds wait) override {
+    const auto deadline = Clock::now() + wait;
+    while (notice_.empty() && !abort_seen_ && Clock::now() < deadline)
+      if (!ucp_worker_progress(worker_)) wait_for_activity(std::chrono::milliseconds(1));
+    return notice_;
   }
 
   void broadcast_abort(const std::string& reason) override {
@@ -499,7 +507,8 @@ class UcxTransportImpl final : public UcxTransport {
   void* abort_request_ = nullptr;
   char abort_buffer_[448];
   std::string abort_message_;
-  bool abort_seen_ = false;
+  bool abort_seen_ = false;  // a notice arrived or this rank sent its own
+  std::string notice_;       // why, from the notice that arrived
   Clock::time_point last_check_{};
 };
 
