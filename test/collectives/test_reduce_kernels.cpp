@@ -9,6 +9,7 @@
 #include <iterator>
 #include <vector>
 
+#include "kernels/reduce/cache_size.h"
 #include "kernels/reduce/reduce.h"
 #include "layouts/errors.h"
 #include "test/collectives/reference.h"
@@ -223,6 +224,15 @@ TEST_CASE("reduce rejects dtypes without a kernel, reduce_and_keep also a missin
       ValueError);
   CHECK_THROWS_AS(kernels::reduce_and_keep(buf.data(), nullptr, src, 2, DType::f32, ReduceOp::sum),
                   ValueError);
+}
+
+TEST_CASE(
+    "the usable last-level cache is sysfs's or, where the copy probe streamed faster, the probe's "
+    "size") {
+  const size_t llc = kernels::last_level_cache_bytes(),
+               usable = kernels::usable_last_level_cache_bytes();
+  CHECK((usable == llc || usable == std::min(llc, kernels::kCopyProbeBytes)));
+  CHECK(kernels::usable_last_level_cache_bytes() == usable);  // measured once
 }
 
 }  // namespace seam::test
