@@ -141,13 +141,14 @@ inline PeerOrder peers_from(int me, int n, bool with_me) { return {me, n, n - 1 
 /// and this rank has not just read the destination lines (out-of-place reductions, gathers):
 /// writing through the cache would then first read every line from memory. Smaller results
 /// stay in cache for whoever reads them next. (2 ranks on a 32 MiB-L3 EPYC: cached stores
-/// 1.2-1.6x faster from 1 to 16 MiB, streaming ones 1.25x faster at 64 MiB all-gather.) The
-/// cache counted is what this process's copy probe found usable
-/// (kernels::usable_last_level_cache_bytes), so ranks may differ: only local choices use it.
+/// 1.2-1.6x faster from 1 to 16 MiB, streaming ones 1.25x faster at 64 MiB all-gather.)
 kernels::Store store_for(size_t bytes, int ranks, bool destination_cached);
-/// Whether calls of `bytes` on each of `ranks` overflow the last-level cache as sysfs counts it
-/// (up to 32 MiB), twice over: alike on every rank of a host, for choices the ranks must agree on.
-bool overflows_counted_cache(size_t bytes, int ranks);
+/// store_for for the plain copies of gathers, counting only the cache this process's copy probe
+/// found usable (kernels::usable_last_level_cache_bytes), so ranks may differ: for local choices
+/// only. Reductions keep store_for: on the GPU host's Xeon the probe streamed faster, as did 2-rank
+/// 16 MiB all-gathers (574 -> 339 us, medians of 6), but reductions slowed (all-reduce 664 -> 903,
+/// reduce-scatter 375 -> 488).
+kernels::Store copy_store_for(size_t bytes, int ranks, bool destination_cached);
 
 // The communicator's driver spins a while, then sleeps until a message arrives, a peer wakes
 // it, or 1 ms passes; flags in the region move no transport. So every publication is followed,

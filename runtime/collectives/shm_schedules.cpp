@@ -80,8 +80,7 @@ constexpr size_t kSingleCopyReductionBytes = size_t{4} << 20;
 /// SEAM_SHM_SCHEDULE pins one schedule for every call.
 ///
 /// Where the ranks outnumber their cores, gathers from kSingleCopyBytes take single-copy
-/// without a measurement, up to where the slots' results stream by sysfs's cache (store_for
-/// may count less, but the ranks must agree here): ranks take
+/// without a measurement, up to where the slots' results would stream (store_for): ranks take
 /// turns on the cores, so the bytes copied set the time, and single-copy copies each byte once
 /// where the slots copy it twice. The tuner's blocks of five calls could not tell: the slots'
 /// first calls in a row were fast, and it chose them for 4 MiB in 2 of 3 runs, which then took
@@ -108,7 +107,7 @@ ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes
   const bool single_copy = region.single_copy() && setting < 0;  // a candidate
   if (single_copy && region.single_copy_preferred() && region.oversubscribed() &&
       kind == Kind::all_gather && bytes >= kSingleCopyBytes &&
-      !overflows_counted_cache(bytes, region.ranks())) {
+      store_for(bytes, region.ranks(), false) == kernels::Store::cached) {
     SEAM_LOG_DEBUG("all_gather: more ranks than cores: single-copy untuned ({} B)", bytes);
     pinned.schedule = Schedule::single_copy;
     return pinned;
@@ -429,7 +428,7 @@ comm::Task shm_all_gather_on(Group& g, RegionLease* held, std::string_view colle
   const uint64_t rounds = rounds_for(largest, region->slot_bytes() / es);
   const Pieces pieces = cut(counts, rounds);
   BufferExchange exchange(g, *region, signature, collective, rounds);
-  const kernels::Store store = store_for(off.back() * es, n, false);
+  const kernels::Store store = copy_store_for(off.back() * es, n, false);
   const Helpers helpers(*region, off.back() * es);
   char* own = recv + off[me] * es;
   // A broadcast's root has nothing to copy out and returns while the others still copy its last

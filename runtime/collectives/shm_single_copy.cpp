@@ -311,7 +311,7 @@ comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_vie
   exchange.announce(read[me] ? reinterpret_cast<uint64_t>(send) : 0,
                     written_into ? reinterpret_cast<uint64_t>(recv) : 0);
   char* own = recv + off[me] * es;
-  const kernels::Store store = store_for(off.back() * es, n, false);
+  const kernels::Store store = copy_store_for(off.back() * es, n, false);
   const Helpers helpers(*region, off.back() * es);
   if (own != send && read[me]) helpers.copy(own, send, read[me], store);
   co_await exchange.peers_ready();

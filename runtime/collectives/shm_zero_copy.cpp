@@ -132,7 +132,7 @@ comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view co
   exchange.announce(recv_handle, 0);
   co_await exchange.peers_ready();
   const auto recvs = peer_buffers(region, exchange.round(), 0, me, recv);
-  const kernels::Store store = store_for(off.back() * es, n, false);
+  const kernels::Store store = copy_store_for(off.back() * es, n, false);
   const size_t chunk = kChunkBytes / es;
   const auto copy_run = [&](size_t run_begin, size_t run_end) {
     for (size_t begin = run_begin; begin < run_end; begin += chunk) {
