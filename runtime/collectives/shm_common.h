@@ -147,7 +147,9 @@ kernels::Store store_for(size_t bytes, int ranks, bool destination_cached);
 /// found usable (kernels::usable_last_level_cache_bytes), so ranks may differ: for local choices
 /// only. Reductions keep store_for: on the GPU host's Xeon the probe streamed faster, as did 2-rank
 /// 16 MiB all-gathers (574 -> 339 us, medians of 6), but reductions slowed (all-reduce 664 -> 903,
-/// reduce-scatter 375 -> 488).
+/// reduce-scatter 375 -> 488). The probe runs once per process, inside the first call that needs
+/// it (about 10 ms); where the tuner times that call, it is one slow sample of several, and the
+/// tuner takes their median.
 kernels::Store copy_store_for(size_t bytes, int ranks, bool destination_cached);
 
 // The communicator's driver spins a while, then sleeps until a message arrives, a peer wakes
