@@ -64,21 +64,27 @@ CallSignature signature_of(Collective c, DType dtype, ReduceOp op, std::span<con
 /// all-reduce 8.4-9.5 -> 6.0-8.3 ms.
 constexpr size_t kCountedCacheBytes = size_t{32} << 20;
 
-kernels::Store store_for(size_t bytes, int ranks, bool destination_cached) {
-  const size_t cache = std::min(kernels::last_level_cache_bytes(), kCountedCacheBytes);
-  const bool overflows = bytes * static_cast<size_t>(ranks) > 2 * cache;
+namespace {
+
+/// store_for's rule with `cache` bytes of last-level cache (counted up to kCountedCacheBytes).
+kernels::Store store_counting(size_t cache, size_t bytes, int ranks, bool destination_cached) {
+  const bool overflows =
+      bytes * static_cast<size_t>(ranks) > 2 * std::min(cache, kCountedCacheBytes);
   return !destination_cached && overflows ? kernels::Store::streaming : kernels::Store::cached;
 }
 
+}  // namespace
+
+kernels::Store store_for(size_t bytes, int ranks, bool destination_cached) {
+  return store_counting(kernels::last_level_cache_bytes(), bytes, ranks, destination_cached);
+}
+
 kernels::Store copy_store_for(size_t bytes, int ranks, bool destination_cached) {
-  // Calls that fit any count stay cached without the probe (small calls never pay for it).
-  const size_t least =
-      std::min({kernels::last_level_cache_bytes(), kernels::kCopyProbeBytes, kCountedCacheBytes});
-  if (destination_cached || bytes * static_cast<size_t>(ranks) <= 2 * least)
+  // Calls that stay cached whatever the probe finds do not run it (small calls never pay for it).
+  const size_t least = std::min(kernels::last_level_cache_bytes(), kernels::kCopyProbeBytes);
+  if (store_counting(least, bytes, ranks, destination_cached) == kernels::Store::cached)
     return kernels::Store::cached;
-  const size_t cache = std::min(kernels::usable_last_level_cache_bytes(), kCountedCacheBytes);
-  return bytes * static_cast<size_t>(ranks) > 2 * cache ? kernels::Store::streaming
-                                                        : kernels::Store::cached;
+  return store_counting(kernels::usable_last_level_cache_bytes(), bytes, ranks, destination_cached);
 }
 
 void BufferExchange::wake_if_complete(bool results) {

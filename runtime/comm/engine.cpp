@@ -95,10 +95,10 @@ void Engine::fail(WorkState& w, std::exception_ptr e) {
 
 std::string Engine::abort_behind(std::string_view error, int peer) {
   if (peer < 0 || peer == transport_->rank() || transport_->peer_alive(peer)) return {};
-  // A rank that aborts pushes its notices out before it exits, but the exits of its host's ranks
-  // can break this rank's connections before a notice is read off another connection (four ranks on
-  // two hosts over loopback TCP, the ranks of one finding a count mismatch: the break came first
-  // in about 1 run in 80). The loss alone would hide the mismatch that caused it.
+  // A rank that aborts pushes its notices out before it exits, but the exits of its host's
+  // ranks can break this rank's connections before a notice is read off another connection
+  // (four ranks on two hosts over loopback TCP, the ranks of one finding a count mismatch: the
+  // break came first in about 1 run in 80). The loss alone would hide the mismatch behind it.
   constexpr auto kNoticeGrace = std::chrono::milliseconds(100);
   const std::string notice = transport_->abort_notice(kNoticeGrace);
   if (notice.empty() || error.find(notice) != std::string_view::npos) return {};
