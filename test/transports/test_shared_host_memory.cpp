@@ -73,5 +73,5 @@ TEST_CASE("the kernel-copy probe gives a ratio in a sane range") {
   const double ratio = shm::kernel_copy_speed_ratio();
   CHECK(ratio >= 0.0);
   CHECK(ratio < 10.0);
-  CHECK(shm::kernel_copy_is_fast() == (ratio >= 0.4));
+  CHECK(shm::kernel_copy_is_fast() == (ratio >= shm::kFastKernelCopyRatio));
 }

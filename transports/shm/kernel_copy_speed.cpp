@@ -39,6 +39,6 @@ double kernel_copy_speed_ratio() {
   return ratio;
 }
 
-bool kernel_copy_is_fast() { return kernel_copy_speed_ratio() >= 0.4; }
+bool kernel_copy_is_fast() { return kernel_copy_speed_ratio() >= kFastKernelCopyRatio; }
 
 }  // namespace seam::shm
