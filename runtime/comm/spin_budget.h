@@ -3,17 +3,26 @@
 // resume, so a rank that slept while its peers were only a few microseconds late came back
 // late itself, its peers outwaited their spin and slept in turn, and 1 KiB collectives settled
 // at 150-250 us instead of 5 (8 ranks, every rank one core). So the budget starts at
-// SEAM_SPIN_US and doubles after each wait that slept but lasted no longer than kMaxSpin in
-// all (a longer spin would have covered it), up to kMaxSpin.
+// SEAM_SPIN_US and doubles after each wait that slept but would have ended within the longest
+// spin (a longer spin would have covered it), up to that spin: kMaxSpin where ranks share
+// cores, kMaxOwnCoreSpin where each has its own.
+//
+// Where each rank has a core, a spin delays no peer, and a sleep can cost more than the wait:
+// on the 2-vCPU Sapphire Rapids dev VM, a halted vCPU came back only after milliseconds while
+// the host ran other guests, each late wake-up made the peer's wait long enough to sleep too,
+// and the host's steal of the VM's time rose from 0-6% to 20-55% while the collectives ran.
+// 2 ranks, bf16 all-gather, three runs each: SEAM_SPIN_US=50 (with the 1 ms ceiling the budget
+// stayed near 50 us, as every wait that slept outlasted it) 4 MiB 507-3140 us, 16 MiB 3.1-12.4
+// ms, 0.05-3.4 sleeps a call; a 10 ms spin 495-687 us and 3.1-3.4 ms, no sleeps. So there the
+// budget grows up to 10 ms, and keeps what it has grown to: halving it there let late wake-ups
+// sustain themselves, each sleep making a peer's wait outlast the spin, which shortened the
+// next spins (GPU host, 8 ranks, float all-reduce: in a noisy period, 10 alternations, 4 MiB
+// median 1.5 ms against 3.2 with halving, though with heavy rows of its own, up to 10 ms; in 12
+// calm ones, medians even and the slowest 4 MiB row 1.4 ms against 4.2).
 //
 // Where ranks outnumber cores, or yields found this core shared (Engine::drive), a wait that
-// lasted longer (the peers were really busy, maybe on this core) halves it back toward the
-// setting. Where each rank has a core, a spin delays no peer, so the budget keeps what it has
-// grown to. Halving there let late wake-ups sustain themselves, each sleep making a peer's
-// wait outlast kMaxSpin, which shortened the next spins. GPU host, 8 ranks, float all-reduce:
-// in a noisy period, 10 alternations, 4 MiB median 1.5 ms against 3.2 with halving (though
-// with heavy rows of its own, up to 10 ms); in 12 calm ones, medians even and the slowest 4 MiB
-// row 1.4 ms against 4.2.
+// outlasted kMaxSpin (the peers were really busy, maybe on this core) halves the budget back
+// toward the setting.
 //
 // SEAM_SPIN_US=0 never spins. The part beyond the setting yields the core at every turn
 // (Engine::drive), so ranks that share cores do not hold them; the setting's part yields every
@@ -27,7 +36,10 @@ namespace seam::comm {
 
 class SpinBudget {
  public:
+  /// The longest spin where ranks share cores.
   static constexpr std::chrono::microseconds kMaxSpin{1000};
+  /// The longest spin where each rank has a core of its own.
+  static constexpr std::chrono::microseconds kMaxOwnCoreSpin{10000};
 
   explicit SpinBudget(std::chrono::microseconds setting)
       : setting_(setting), current_(setting) {}
@@ -41,9 +53,9 @@ class SpinBudget {
   /// this rank's core runs other tasks.
   void after_sleep(std::chrono::nanoseconds slept, bool cores_shared) {
     if (setting_.count() == 0) return;
-    const auto ceiling = std::max(setting_, kMaxSpin);
-    if (current_ + slept <= kMaxSpin)
-      current_ = std::min(current_ * 2, ceiling);
+    const auto longest = cores_shared ? kMaxSpin : kMaxOwnCoreSpin;
+    if (current_ + slept <= longest)
+      current_ = std::max(setting_, std::min(current_ * 2, longest));
     else if (cores_shared)
       current_ = std::max(setting_, current_ / 2);
   }

@@ -1,6 +1,6 @@
-// The driver's spin budget (spin_budget.h): grows after sleeps that ended soon, shrinks back
-// after long ones where ranks share cores (and only there), never below the setting, never
-// spins when the setting is zero.
+// The driver's spin budget (spin_budget.h): grows after sleeps that ended soon, up to 1 ms where
+// ranks share cores and 10 ms where each has its own, shrinks back after long ones where ranks
+// share cores (and only there), never below the setting, never spins when the setting is zero.
 #include <doctest/doctest.h>
 
 #include "runtime/comm/spin_budget.h"
@@ -10,15 +10,27 @@ namespace seam::test {
 using namespace std::chrono_literals;
 using comm::SpinBudget;
 
-TEST_CASE("a wait that slept but lasted no longer than the longest spin doubles the spin, up to 1 ms") {
+TEST_CASE("a wait that slept but lasted no longer than the longest spin doubles the spin, up to 1 ms where cores are shared") {
   SpinBudget spin(50us);
   CHECK(spin.current() == 50us);
-  spin.after_sleep(150us, false);  // 200 us in all: a 100 us spin would have covered it
+  spin.after_sleep(150us, true);  // 200 us in all: a 100 us spin would have covered it
   CHECK(spin.current() == 100us);
-  for (int i = 0; i < 3; ++i) spin.after_sleep(10us, i == 1);
+  for (int i = 0; i < 3; ++i) spin.after_sleep(10us, true);
   CHECK(spin.current() == 800us);
   spin.after_sleep(200us, true);  // exactly the longest spin
   CHECK(spin.current() == SpinBudget::kMaxSpin);
+}
+
+TEST_CASE("where each rank has a core, the spin grows up to 10 ms, over late wake-ups too") {
+  SpinBudget spin(50us);
+  spin.after_sleep(3ms, false);  // a halted vCPU that came back late: a 3.05 ms spin would do
+  CHECK(spin.current() == 100us);
+  for (int i = 0; i < 6; ++i) spin.after_sleep(2ms, false);
+  CHECK(spin.current() == 6400us);
+  spin.after_sleep(10us, false);
+  CHECK(spin.current() == SpinBudget::kMaxOwnCoreSpin);
+  spin.after_sleep(10us, false);
+  CHECK(spin.current() == SpinBudget::kMaxOwnCoreSpin);
 }
 
 TEST_CASE("where ranks share cores, a wait longer than the longest spin halves the spin back") {
@@ -35,13 +47,23 @@ TEST_CASE("where ranks share cores, a wait longer than the longest spin halves t
 
 TEST_CASE("where each rank has a core, a long wait leaves the spin as it has grown") {
   SpinBudget spin(50us);
-  spin.after_sleep(5ms, false);
+  spin.after_sleep(50ms, false);
   CHECK(spin.current() == 50us);
   for (int i = 0; i < 5; ++i) spin.after_sleep(10us, false);
-  REQUIRE(spin.current() == SpinBudget::kMaxSpin);
-  spin.after_sleep(10us, false);  // slept even after spinning 1 ms
-  CHECK(spin.current() == SpinBudget::kMaxSpin);
-  for (int i = 0; i < 10; ++i) spin.after_sleep(5ms, false);
+  REQUIRE(spin.current() == 1600us);
+  for (int i = 0; i < 10; ++i) spin.after_sleep(50ms, false);
+  CHECK(spin.current() == 1600us);
+}
+
+TEST_CASE("a spin grown on a core of its own halves back once the core is shared") {
+  SpinBudget spin(50us);
+  for (int i = 0; i < 8; ++i) spin.after_sleep(10us, false);
+  REQUIRE(spin.current() == SpinBudget::kMaxOwnCoreSpin);
+  spin.after_sleep(10us, true);  // a 10 ms spin is past the shared cores' longest
+  CHECK(spin.current() == 5ms);
+  for (int i = 0; i < 3; ++i) spin.after_sleep(10us, true);
+  CHECK(spin.current() == 625us);
+  spin.after_sleep(10us, true);  // within 1 ms in all again: grows, up to 1 ms
   CHECK(spin.current() == SpinBudget::kMaxSpin);
 }
 
