@@ -8,12 +8,13 @@
 // cores, kMaxOwnCoreSpin where each has its own.
 //
 // Where each rank has a core, a spin delays no peer, and a sleep can cost more than the wait:
-// on the 2-vCPU Sapphire Rapids dev VM, a halted vCPU came back only after milliseconds while
-// the host ran other guests, each late wake-up made the peer's wait long enough to sleep too,
-// and the host's steal of the VM's time rose from 0-6% to 20-55% while the collectives ran.
-// 2 ranks, bf16 all-gather, three runs each: SEAM_SPIN_US=50 (with the 1 ms ceiling the budget
-// stayed near 50 us, as every wait that slept outlasted it) 4 MiB 507-3140 us, 16 MiB 3.1-12.4
-// ms, 0.05-3.4 sleeps a call; a 10 ms spin 495-687 us and 3.1-3.4 ms, no sleeps. So there the
+// on the 2-vCPU Sapphire Rapids dev VM, while its host ran other guests, waits that slept
+// lasted past the 1 ms ceiling (so the budget stayed near 50 us), each late wake-up made the
+// peer's wait long enough to sleep too, and the host's steal of the VM's time was 15-55% while
+// the collectives ran, against 0-6% with a longer spin.
+// 2 ranks, bf16 all-gather, three runs each (bench/raw/dev-spr-spin-setting-s23.txt):
+// SEAM_SPIN_US=50, 4 MiB 507-3140 us, 16 MiB 3.1-12.4 ms, 0.05-3.4 sleeps a call; a 10 ms spin
+// 495-687 us and 3.1-3.4 ms, no sleeps. So there the
 // budget grows up to 10 ms, and keeps what it has grown to: halving it there let late wake-ups
 // sustain themselves, each sleep making a peer's wait outlast the spin, which shortened the
 // next spins (GPU host, 8 ranks, float all-reduce: in a noisy period, 10 alternations, 4 MiB
