@@ -14,12 +14,12 @@
 // the collectives ran, against 0-6% with a longer spin.
 // 2 ranks, bf16 all-gather, three runs each (bench/raw/dev-spr-spin-setting-s23.txt):
 // SEAM_SPIN_US=50, 4 MiB 507-3140 us, 16 MiB 3.1-12.4 ms, 0.05-3.4 sleeps a call; a 10 ms spin
-// 495-687 us and 3.1-3.4 ms, no sleeps. So there the
-// budget grows up to 10 ms, and keeps what it has grown to: halving it there let late wake-ups
-// sustain themselves, each sleep making a peer's wait outlast the spin, which shortened the
-// next spins (GPU host, 8 ranks, float all-reduce: in a noisy period, 10 alternations, 4 MiB
-// median 1.5 ms against 3.2 with halving, though with heavy rows of its own, up to 10 ms; in 12
-// calm ones, medians even and the slowest 4 MiB row 1.4 ms against 4.2).
+// 495-687 us and 3.1-3.4 ms, no sleeps. So there the budget grows up to 10 ms, and keeps what
+// it has grown to: halving it there let late wake-ups sustain themselves, each sleep making a
+// peer's wait outlast the spin, which shortened the next spins (GPU host, 8 ranks, float
+// all-reduce: in a noisy period, 10 alternations, 4 MiB median 1.5 ms against 3.2 with halving,
+// though with heavy rows of its own, up to 10 ms; in 12 calm ones, medians even and the slowest
+// 4 MiB row 1.4 ms against 4.2).
 //
 // Where ranks outnumber cores, or yields found this core shared (Engine::drive), a wait that
 // outlasted kMaxSpin (the peers were really busy, maybe on this core) halves the budget back

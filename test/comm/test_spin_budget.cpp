@@ -10,7 +10,7 @@ namespace seam::test {
 using namespace std::chrono_literals;
 using comm::SpinBudget;
 
-TEST_CASE("a wait that slept but lasted no longer than the longest spin doubles the spin, up to 1 ms where cores are shared") {
+TEST_CASE("where cores are shared, a wait that slept but ended within 1 ms doubles the spin") {
   SpinBudget spin(50us);
   CHECK(spin.current() == 50us);
   spin.after_sleep(150us, true);  // 200 us in all: a 100 us spin would have covered it
