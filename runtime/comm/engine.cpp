@@ -10,6 +10,7 @@
 #include "layouts/log.h"
 #include "runtime/comm/comm_internal.h"
 #include "runtime/comm/cpu_relax.h"
+#include "runtime/comm/steal_watch.h"
 
 namespace seam::comm {
 namespace {
@@ -329,7 +330,10 @@ void Engine::drive(WorkState& w) {
   }
   if (slept_since) {
     const auto end = Clock::now();
-    spin_.after_sleep(end - *slept_since, oversubscribed || end < core_shared_until_);
+    const Core core = oversubscribed || end < core_shared_until_ ? Core::shared
+                      : host_stealing()                          ? Core::own_host_steals
+                                                                 : Core::own;
+    spin_.after_sleep(end - *slept_since, core);
   }
 }
 
