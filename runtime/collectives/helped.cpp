@@ -5,7 +5,7 @@
 #include "runtime/collectives/blocks.h"
 #include "runtime/collectives/helper_threads.h"
 #include "runtime/collectives/shm_region.h"
-#include "runtime/comm/steal_watch.h"
+#include "runtime/collectives/steal_watch.h"
 
 namespace seam::collectives {
 
@@ -16,7 +16,7 @@ namespace {
 int helpers_now(const ShmRegion& region) {
   const int threads = region.helper_threads();
   if (threads == 0 || !region.helpers_automatic()) return threads;
-  return comm::host_stealing() ? 0 : threads;
+  return host_stealing() ? 0 : threads;
 }
 
 }  // namespace

@@ -262,6 +262,7 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
     CPU_OR(&cores, &cores, &theirs);
   }
   const bool oversubscribed = on_machine > CPU_COUNT(&cores);
+  const bool cores_to_spare = on_machine < CPU_COUNT(&cores);
   bool shared_host = false;
   for (auto& [h, n] : per_host) shared_host |= n > 1;
   const bool force_ucx = cfg.transport == "ucx";
@@ -302,7 +303,9 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
     for (int r = 0; r < size; ++r) peers += (r ? ", " : "") + std::to_string(r) + ":" + per_peer[static_cast<size_t>(r)];
     log().debug("world: rank {} of {} on host '{}', bootstrap {}, transport {}; per peer: {}; {}",
                 rank, size, hosts[static_cast<size_t>(rank)], bs->kind(), name, peers,
-                oversubscribed ? "more ranks than cores on this machine (waits yield)" : "a core each");
+                oversubscribed   ? "more ranks than cores on this machine (waits yield)"
+                : cores_to_spare ? "a core each, and cores to spare"
+                                 : "a core each, and no core to spare");
   }
   auto engine = std::make_shared<Engine>(std::make_shared<OwningTransport>(std::move(bs), std::move(t)), cfg);
   engine->transport_name = name;
@@ -312,6 +315,7 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
   };
   engine->peer_transport = std::move(per_peer);
   engine->oversubscribed = oversubscribed;
+  engine->cores_to_spare = cores_to_spare;
   if (use_ucx) {
     std::map<std::string, int> index;  // hosts in order of their lowest rank
     for (const auto& h : hosts) engine->host_of.push_back(index.emplace(h, static_cast<int>(index.size())).first->second);

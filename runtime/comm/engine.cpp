@@ -10,7 +10,6 @@
 #include "layouts/log.h"
 #include "runtime/comm/comm_internal.h"
 #include "runtime/comm/cpu_relax.h"
-#include "runtime/comm/steal_watch.h"
 
 namespace seam::comm {
 namespace {
@@ -331,8 +330,8 @@ void Engine::drive(WorkState& w) {
   if (slept_since) {
     const auto end = Clock::now();
     const Core core = oversubscribed || end < core_shared_until_ ? Core::shared
-                      : host_stealing()                          ? Core::own_host_steals
-                                                                 : Core::own;
+                      : cores_to_spare                           ? Core::own
+                                                                 : Core::own_all_busy;
     spin_.after_sleep(end - *slept_since, core);
   }
 }

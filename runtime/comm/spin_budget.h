@@ -4,15 +4,14 @@
 // late itself, its peers outwaited their spin and slept in turn, and 1 KiB collectives settled
 // at 150-250 us instead of 5 (8 ranks, every rank one core). So the budget starts at
 // SEAM_SPIN_US and doubles after each wait that slept but would have ended within the longest
-// spin (a longer spin would have covered it), up to that spin: kMaxStolenSpin where each rank
-// has a core and the host steals, kMaxSpin elsewhere.
+// spin (a longer spin would have covered it), up to that spin: kMaxSpinAllBusy where every
+// core of the machine runs a rank of its own, kMaxSpin elsewhere.
 //
-// Where each rank has a core and the host of the virtual machine steals its CPUs' time
-// (steal_watch.h), a spin delays no peer, and a sleep can cost more than the wait: on the 2-vCPU
-// Sapphire Rapids dev VM, while its host ran other guests, waits that slept lasted past the 1 ms
-// ceiling (so the budget stayed near 50 us), each late wake-up made the peer's wait long enough
-// to sleep too, and the host's steal of the VM's time was 15-55% while the collectives ran,
-// against 0-6% with a longer spin.
+// Where every core runs a rank, a spin delays no peer, and a sleep can cost more than the
+// wait: on the 2-vCPU Sapphire Rapids dev VM (2 ranks), while its host ran other guests, waits
+// that slept lasted past the 1 ms ceiling (so the budget stayed near 50 us), each late wake-up
+// made the peer's wait long enough to sleep too, and the host's steal of the VM's time was
+// 15-55% while the collectives ran, against 0-6% with a longer spin.
 // 2 ranks, bf16 all-gather, three runs each (bench/raw/dev-spr-spin-setting-s23.txt):
 // SEAM_SPIN_US=50, 4 MiB 507-3140 us, 16 MiB 3.1-12.4 ms, 0.05-3.4 sleeps a call; a 10 ms spin
 // 495-687 us and 3.1-3.4 ms, no sleeps. So there the budget grows up to 10 ms, and keeps what
@@ -20,11 +19,15 @@
 // peer's wait outlast the spin, which shortened the next spins (GPU host, 8 ranks, float
 // all-reduce: in a noisy period, 10 alternations, 4 MiB median 1.5 ms against 3.2 with halving,
 // though with heavy rows of its own, up to 10 ms; in 12 calm ones, medians even and the slowest
-// 4 MiB row 1.4 ms against 4.2). Where the host does not steal, it grows up to 1 ms and keeps
-// that: on the GPU host's Xeon (no steal, vCPUs back 100-250 us after a halt), growing up to
-// 10 ms there too made 2-rank reduce-scatters slower (16 MiB, medians of 6 alternations, 584 us
-// against 387; 4 MiB 172 against 143) and no row faster beyond noise
-// (bench/raw/xeon-s24a-spin-ab.txt).
+// 4 MiB row 1.4 ms against 4.2).
+// Where the machine has cores to spare (for helper threads), it grows up to 1 ms and keeps
+// that: on the GPU host's 16-vCPU Xeon at 2 and 8 ranks, growing up to 10 ms too made 2-rank
+// reduce-scatters slower (16 MiB, medians of 6 alternations, 584 us against 387; 4 MiB 172
+// against 143) and no row faster beyond noise (bench/raw/xeon-s24a-spin-ab.txt), while on the
+// dev VM, with its host's steal at 0-3%, 10 ms still won (float all-reduce 16 MiB 3.8 ms
+// against 4.7, 1 MiB 110 us against 143; bench/raw/dev-spr-spin-steal-gated-ab-s24.txt). On
+// both machines the rows compared slept in almost none of their timed calls: the spin acted
+// through the waits around them (the perf binaries' own), in ways not measured.
 //
 // Where ranks outnumber cores, or yields found this core shared (Engine::drive), a wait that
 // outlasted kMaxSpin (the peers were really busy, maybe on this core) halves the budget back
@@ -44,18 +47,18 @@ namespace seam::comm {
 enum class Core {
   /// The ranks on this machine outnumber its cores, or this core runs other tasks.
   shared,
-  /// A core of its own.
+  /// A core of its own, on a machine with cores no rank may run on (where helper threads do).
   own,
-  /// A core of its own, on a virtual machine whose host steals its CPUs' time (steal_watch.h).
-  own_host_steals,
+  /// A core of its own, on a machine whose every core runs a rank.
+  own_all_busy,
 };
 
 class SpinBudget {
  public:
-  /// The longest spin, except where each rank has a core and the host steals.
+  /// The longest spin, except on Core::own_all_busy.
   static constexpr std::chrono::microseconds kMaxSpin{1000};
-  /// The longest spin where each rank has a core of its own and the host steals.
-  static constexpr std::chrono::microseconds kMaxStolenSpin{10000};
+  /// The longest spin on Core::own_all_busy.
+  static constexpr std::chrono::microseconds kMaxSpinAllBusy{10000};
 
   explicit SpinBudget(std::chrono::microseconds setting)
       : setting_(setting), current_(setting) {}
@@ -68,7 +71,7 @@ class SpinBudget {
   /// the spin and that), on `core`.
   void after_sleep(std::chrono::nanoseconds slept, Core core) {
     if (setting_.count() == 0) return;
-    const auto longest = core == Core::own_host_steals ? kMaxStolenSpin : kMaxSpin;
+    const auto longest = core == Core::own_all_busy ? kMaxSpinAllBusy : kMaxSpin;
     if (current_ + slept <= longest)
       current_ = std::max(setting_, std::min(current_ * 2, longest));
     else if (core == Core::shared)

@@ -1,7 +1,6 @@
 // The driver's spin budget (spin_budget.h): grows after sleeps that ended soon, up to 10 ms where
-// each rank has a core and the host steals and 1 ms elsewhere, shrinks back after long ones where
-// ranks share cores (and only there), never below the setting, never spins when the setting is
-// zero.
+// every core runs a rank of its own and 1 ms elsewhere, shrinks back after long ones where ranks
+// share cores (and only there), never below the setting, never spins when the setting is zero.
 #include <doctest/doctest.h>
 
 #include "runtime/comm/spin_budget.h"
@@ -23,24 +22,20 @@ TEST_CASE("where cores are shared, a wait that slept but ended within 1 ms doubl
   CHECK(spin.current() == SpinBudget::kMaxSpin);
 }
 
-TEST_CASE(
-    "where each rank has a core and the host steals, the spin grows up to 10 ms, over late "
-    "wake-ups too") {
+TEST_CASE("where every core runs a rank, the spin grows up to 10 ms, over late wake-ups too") {
   SpinBudget spin(50us);
-  spin.after_sleep(
-      3ms, Core::own_host_steals);  // a halted vCPU that came back late: a 3.05 ms spin would do
+  // A halted vCPU that came back late: a 3.05 ms spin would do.
+  spin.after_sleep(3ms, Core::own_all_busy);
   CHECK(spin.current() == 100us);
-  for (int i = 0; i < 6; ++i) spin.after_sleep(2ms, Core::own_host_steals);
+  for (int i = 0; i < 6; ++i) spin.after_sleep(2ms, Core::own_all_busy);
   CHECK(spin.current() == 6400us);
-  spin.after_sleep(10us, Core::own_host_steals);
-  CHECK(spin.current() == SpinBudget::kMaxStolenSpin);
-  spin.after_sleep(10us, Core::own_host_steals);
-  CHECK(spin.current() == SpinBudget::kMaxStolenSpin);
+  spin.after_sleep(10us, Core::own_all_busy);
+  CHECK(spin.current() == SpinBudget::kMaxSpinAllBusy);
+  spin.after_sleep(10us, Core::own_all_busy);
+  CHECK(spin.current() == SpinBudget::kMaxSpinAllBusy);
 }
 
-TEST_CASE(
-    "where each rank has a core and the host does not steal, the spin grows up to 1 ms and keeps "
-    "it") {
+TEST_CASE("where each rank has a core and cores are to spare, the spin grows up to 1 ms") {
   SpinBudget spin(50us);
   spin.after_sleep(3ms, Core::own);  // 3.05 ms: past the longest spin, which would not cover it
   CHECK(spin.current() == 50us);
@@ -52,14 +47,6 @@ TEST_CASE(
   CHECK(spin.current() == SpinBudget::kMaxSpin);
   spin.after_sleep(50ms, Core::own);  // a long wait: kept, where shared cores would halve it
   CHECK(spin.current() == SpinBudget::kMaxSpin);
-}
-
-TEST_CASE("a spin grown while the host stole stays once it stops") {
-  SpinBudget spin(50us);
-  for (int i = 0; i < 8; ++i) spin.after_sleep(10us, Core::own_host_steals);
-  REQUIRE(spin.current() == SpinBudget::kMaxStolenSpin);
-  spin.after_sleep(10us, Core::own);
-  CHECK(spin.current() == SpinBudget::kMaxStolenSpin);
 }
 
 TEST_CASE("where ranks share cores, a wait longer than the longest spin halves the spin back") {
@@ -76,18 +63,18 @@ TEST_CASE("where ranks share cores, a wait longer than the longest spin halves t
 
 TEST_CASE("where each rank has a core, a long wait leaves the spin as it has grown") {
   SpinBudget spin(50us);
-  spin.after_sleep(50ms, Core::own_host_steals);
+  spin.after_sleep(50ms, Core::own_all_busy);
   CHECK(spin.current() == 50us);
-  for (int i = 0; i < 5; ++i) spin.after_sleep(10us, Core::own_host_steals);
+  for (int i = 0; i < 5; ++i) spin.after_sleep(10us, Core::own_all_busy);
   REQUIRE(spin.current() == 1600us);
-  for (int i = 0; i < 10; ++i) spin.after_sleep(50ms, Core::own_host_steals);
+  for (int i = 0; i < 10; ++i) spin.after_sleep(50ms, Core::own_all_busy);
   CHECK(spin.current() == 1600us);
 }
 
 TEST_CASE("a spin grown on a core of its own halves back once the core is shared") {
   SpinBudget spin(50us);
-  for (int i = 0; i < 8; ++i) spin.after_sleep(10us, Core::own_host_steals);
-  REQUIRE(spin.current() == SpinBudget::kMaxStolenSpin);
+  for (int i = 0; i < 8; ++i) spin.after_sleep(10us, Core::own_all_busy);
+  REQUIRE(spin.current() == SpinBudget::kMaxSpinAllBusy);
   spin.after_sleep(10us, Core::shared);  // a 10 ms spin is past the shared cores' longest
   CHECK(spin.current() == 5ms);
   for (int i = 0; i < 3; ++i) spin.after_sleep(10us, Core::shared);
@@ -98,7 +85,7 @@ TEST_CASE("a spin grown on a core of its own halves back once the core is shared
 
 TEST_CASE("a setting of zero never spins; one above the ceiling stays") {
   SpinBudget none(0us);
-  none.after_sleep(10us, Core::own_host_steals);
+  none.after_sleep(10us, Core::own_all_busy);
   CHECK(none.current() == 0us);
   SpinBudget long_spin(5000us);
   long_spin.after_sleep(10us, Core::shared);

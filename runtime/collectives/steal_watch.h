@@ -1,10 +1,8 @@
-// Whether the host of this virtual machine is stealing its CPUs' time now. While it is:
-// - a rank's automatic helper threads stand down: with one helper a rank, the 8 ranks on the GPU
-//   host's 16 vCPUs keep every vCPU busy, so whichever vCPU the host takes holds up a call's
-//   slowest part; without helpers half the vCPUs stay free to absorb it (bench/RESULTS.md,
-//   fourteenth and fifteenth sessions);
-// - a rank with a core of its own may spin up to 10 ms before it sleeps, as a halted vCPU may
-//   come back only milliseconds later (spin_budget.h).
+// Whether the host of this virtual machine is stealing its CPUs' time now. While it is, a rank's
+// automatic helper threads stand down: with one helper a rank, the 8 ranks on the GPU host's 16
+// vCPUs keep every vCPU busy, so whichever vCPU the host takes holds up a call's slowest part;
+// without helpers half the vCPUs stay free to absorb it (bench/RESULTS.md, fourteenth and
+// fifteenth sessions).
 #pragma once
 
 #include <chrono>
@@ -12,12 +10,11 @@
 
 #include "runtime/comm/host_steal.h"
 
-namespace seam::comm {
+namespace seam::collectives {
 
-/// Steal share (of all CPUs' time, over a window) from which the host counts as stealing, and
-/// below which it stops: apart, so that a share near one threshold does not flip the judgement
-/// every window.
-constexpr double kStealStarts = 0.01, kStealEnds = 0.003;
+/// Steal share (of all CPUs' time, over a window) from which helpers stand down, and below
+/// which they return: apart, so that a share near one threshold does not flip them every window.
+constexpr double kStealStandDown = 0.01, kStealReturn = 0.003;
 
 /// Judges the host's steal from readings of /proc/stat's ticks taken a window apart or more
 /// (the caller reads and times them; not thread-safe).
@@ -35,12 +32,12 @@ class StealWatch {
   /// Takes the reading `ticks` (none where /proc/stat could not be read) at `now` and judges
   /// the window since the last one; after none, or a stale one, it only starts over (not
   /// stealing). Returns the judgement.
-  bool look(Clock::time_point now, std::optional<CpuTicks> ticks);
+  bool look(Clock::time_point now, std::optional<comm::CpuTicks> ticks);
 
  private:
   bool read_ = false;  // a reading was tried: at_ is its time
   Clock::time_point at_{};
-  std::optional<CpuTicks> ticks_;
+  std::optional<comm::CpuTicks> ticks_;
   bool stealing_ = false;
 };
 
@@ -48,4 +45,4 @@ class StealWatch {
 /// passed; a read costs a few microseconds): false where /proc/stat shows no steal.
 bool host_stealing();
 
-}  // namespace seam::comm
+}  // namespace seam::collectives

@@ -1,15 +1,14 @@
-// The host-steal arithmetic (/proc/stat's ticks) and the judgement that stands helpers down and
-// lengthens spins.
+// The host-steal arithmetic (/proc/stat's ticks) and the judgement that stands helpers down.
 #include <doctest/doctest.h>
 
+#include "runtime/collectives/steal_watch.h"
 #include "runtime/comm/host_steal.h"
-#include "runtime/comm/steal_watch.h"
 
 namespace seam::test {
 
-using comm::kStealEnds;
-using comm::kStealStarts;
-using comm::StealWatch;
+using collectives::kStealReturn;
+using collectives::kStealStandDown;
+using collectives::StealWatch;
 
 TEST_CASE("the steal share is the steal ticks over all ticks between two readings") {
   const comm::CpuTicks before{10, 1000}, after{30, 3000};
@@ -41,15 +40,15 @@ struct Readings {
   }
 };
 
-TEST_CASE("the host counts as stealing from one share and stops below a lower one") {
+TEST_CASE("helpers stand down from one share and return below a lower one") {
   Readings r;
   CHECK_FALSE(r.first());  // a baseline only
-  CHECK_FALSE(r.next(kStealStarts / 2));
-  CHECK(r.next(kStealStarts));
-  CHECK(r.next(kStealStarts / 2));  // between the two thresholds: the judgement stays
-  CHECK(r.next(kStealEnds));
-  CHECK_FALSE(r.next(kStealEnds / 2));
-  CHECK_FALSE(r.next(kStealStarts / 2));
+  CHECK_FALSE(r.next(kStealStandDown / 2));
+  CHECK(r.next(kStealStandDown));
+  CHECK(r.next(kStealStandDown / 2));  // between the two thresholds: the judgement stays
+  CHECK(r.next(kStealReturn));
+  CHECK_FALSE(r.next(kStealReturn / 2));
+  CHECK_FALSE(r.next(kStealStandDown / 2));
 }
 
 TEST_CASE("a reading is due once a window has passed, and a stale one judges nothing") {
@@ -64,7 +63,7 @@ TEST_CASE("a reading is due once a window has passed, and a stale one judges not
   CHECK(r.next(0.05));
 }
 
-TEST_CASE("an unreadable /proc/stat leaves the judgement as it is, and is tried once a window") {
+TEST_CASE("an unreadable /proc/stat leaves helpers as they are, and is tried once a window") {
   Readings r;
   r.first();
   CHECK(r.next(0.05));
@@ -74,7 +73,7 @@ TEST_CASE("an unreadable /proc/stat leaves the judgement as it is, and is tried 
 }
 
 TEST_CASE("a first look at the host's steal judges none") {
-  CHECK_FALSE(comm::host_stealing());  // a baseline only
+  CHECK_FALSE(collectives::host_stealing());  // a baseline only
 }
 
 }  // namespace seam::test
