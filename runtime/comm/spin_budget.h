@@ -20,14 +20,15 @@
 // all-reduce: in a noisy period, 10 alternations, 4 MiB median 1.5 ms against 3.2 with halving,
 // though with heavy rows of its own, up to 10 ms; in 12 calm ones, medians even and the slowest
 // 4 MiB row 1.4 ms against 4.2).
-// Where the machine has cores to spare (for helper threads), it grows up to 1 ms and keeps
-// that: on the GPU host's 16-vCPU Xeon at 2 and 8 ranks, growing up to 10 ms too made 2-rank
-// reduce-scatters slower (16 MiB, medians of 6 alternations, 584 us against 387; 4 MiB 172
-// against 143) and no row faster beyond noise (bench/raw/xeon-s24a-spin-ab.txt), while on the
-// dev VM, with its host's steal at 0-3%, 10 ms still won (float all-reduce 16 MiB 3.8 ms
-// against 4.7, 1 MiB 110 us against 143; bench/raw/dev-spr-spin-steal-gated-ab-s24.txt). On
-// both machines the rows compared slept in almost none of their timed calls: the spin acted
-// through the waits around them (the perf binaries' own), in ways not measured.
+// Where the machine has cores to spare (for helper threads), it grows up to 1 ms, as before
+// 10 ms was tried: on the GPU host's 16-vCPU Xeon, at 2 and 8 ranks, 10 ms made no row faster
+// beyond noise, and 2-rank float reduce-scatters of 16 MiB took 550-650 us instead of 370-430
+// in 8 runs of 13, against 2 of 13 with 1 ms (medians 583 and 394 us; three device calls,
+// bench/raw/xeon-s23d-spin-ab.txt, xeon-s24a-spin-ab.txt, xeon-s24b-spin-gate-and-table.txt),
+// while on the dev VM, with its host's steal at 0-3%, 10 ms still won (float all-reduce 16 MiB
+// 3.8 ms against 4.7, 1 MiB 110 us against 143; bench/raw/dev-spr-spin-steal-gated-ab-s24.txt).
+// On both machines the rows compared slept in almost none of their timed calls: the spin acted
+// through the waits around them, in ways not measured.
 //
 // Where ranks outnumber cores, or yields found this core shared (Engine::drive), a wait that
 // outlasted kMaxSpin (the peers were really busy, maybe on this core) halves the budget back
