@@ -1,5 +1,10 @@
 #include "layouts/dtype.h"
 
+#include <algorithm>
+#include <string>
+
+#include "layouts/errors.h"
+
 namespace seam {
 
 std::string_view dtype_name(DType t) {
@@ -40,6 +45,65 @@ std::optional<ReduceOp> parse_reduce_op(std::string_view n) {
   if (n == "max") return ReduceOp::max;
   if (n == "min") return ReduceOp::min;
   return std::nullopt;
+}
+
+namespace {
+
+[[noreturn]] void no_scalar_view(DType dtype) {
+  throw ValueError("seam: " + std::string(dtype_name(dtype)) +
+                   " elements have no scalar view here");
+}
+
+}  // namespace
+
+double element_value(const void* buffer, size_t i, DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return static_cast<const float*>(buffer)[i];
+    case DType::f64:
+      return static_cast<const double*>(buffer)[i];
+    case DType::i32:
+      return static_cast<const int32_t*>(buffer)[i];
+    case DType::bf16:
+      return bf16_to_float(static_cast<const uint16_t*>(buffer)[i]);
+    case DType::f16:
+      return f16_to_float(static_cast<const uint16_t*>(buffer)[i]);
+    case DType::u8:
+      return static_cast<const uint8_t*>(buffer)[i];
+    case DType::fp8_e4m3:
+      break;
+  }
+  no_scalar_view(dtype);
+}
+
+void set_element_value(void* buffer, size_t i, DType dtype, double value) {
+  switch (dtype) {
+    case DType::f32:
+      static_cast<float*>(buffer)[i] = static_cast<float>(value);
+      return;
+    case DType::f64:
+      static_cast<double*>(buffer)[i] = value;
+      return;
+    case DType::i32:
+      static_cast<int32_t*>(buffer)[i] = static_cast<int32_t>(value);
+      return;
+    case DType::bf16:
+      static_cast<uint16_t*>(buffer)[i] = float_to_bf16(static_cast<float>(value));
+      return;
+    case DType::f16:
+      static_cast<uint16_t*>(buffer)[i] = float_to_f16(static_cast<float>(value));
+      return;
+    case DType::u8:
+      static_cast<uint8_t*>(buffer)[i] = static_cast<uint8_t>(value);
+      return;
+    case DType::fp8_e4m3:
+      break;
+  }
+  no_scalar_view(dtype);
+}
+
+double apply_reduce_op(ReduceOp op, double a, double b) {
+  return op == ReduceOp::sum ? a + b : op == ReduceOp::max ? std::max(a, b) : std::min(a, b);
 }
 
 }  // namespace seam

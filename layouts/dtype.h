@@ -59,4 +59,12 @@ inline uint16_t float_to_bf16(float f) {
 inline float f16_to_float(uint16_t h) { return static_cast<float>(std::bit_cast<_Float16>(h)); }
 inline uint16_t float_to_f16(float f) { return std::bit_cast<uint16_t>(static_cast<_Float16>(f)); }
 
+/// Element i of `buffer` (of `dtype`) as a double, for checks and scalar references. Throws
+/// ValueError for fp8_e4m3 (its conversions are kernels/quant/fp8.h's).
+double element_value(const void* buffer, size_t i, DType dtype);
+/// Stores `value` as element i of `buffer`, rounded to `dtype` as element_value reads it.
+void set_element_value(void* buffer, size_t i, DType dtype, double value);
+/// op(a, b) on scalars, as the collectives reduce.
+double apply_reduce_op(ReduceOp op, double a, double b);
+
 }  // namespace seam

@@ -64,7 +64,8 @@ RankCase::RankCase(const Case& c, int rank, bool shared_memory) : c_(c), rank_(r
   const int n = c.ranks;
   auto reduced = [&](size_t j) {
     double acc = input_value(c.dtype, 0, j, c.fractional);
-    for (int p = 1; p < n; ++p) acc = apply_op(c.op, acc, input_value(c.dtype, p, j, c.fractional));
+    for (int p = 1; p < n; ++p)
+      acc = apply_reduce_op(c.op, acc, input_value(c.dtype, p, j, c.fractional));
     return acc;
   };
   switch (c.kind) {

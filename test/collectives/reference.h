@@ -10,11 +10,6 @@
 
 namespace seam::test {
 
-/// Reads element i of a buffer of dtype as double.
-double get_element(const void* buffer, size_t i, DType dtype);
-/// Writes element i (rounded to the dtype).
-void set_element(void* buffer, size_t i, DType dtype, double value);
-
 /// Element j of `rank`'s input, as stored in dtype. Integer inputs are small integers in
 /// [-8, 8] (their sums over up to five ranks are exact in every dtype); fractional ones lie in
 /// (-4, 4), for tolerance checks of the half types.
@@ -22,9 +17,6 @@ double input_value(DType dtype, int rank, size_t j, bool fractional = false);
 /// count elements of `rank`'s input starting at element `first`.
 std::vector<char> make_input(DType dtype, size_t count, int rank, bool fractional = false,
                              size_t first = 0);
-
-/// op(a, b) in double.
-double apply_op(ReduceOp op, double a, double b);
 
 /// Index of the first element of `actual` that is not within `tolerance` (absolute, plus
 /// relative to |expected|) of `expected`, or -1 when all match.

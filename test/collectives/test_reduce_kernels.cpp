@@ -36,19 +36,21 @@ std::vector<char> reference(const std::vector<std::vector<char>>& srcs, size_t c
   std::vector<char> out(count * dtype_size(dtype));
   for (size_t i = 0; i < count; ++i) {
     if (dtype == DType::f64) {
-      double acc = get_element(srcs[0].data(), i, dtype);
-      for (size_t k = 1; k < srcs.size(); ++k) acc = apply(op, acc, get_element(srcs[k].data(), i, dtype));
-      set_element(out.data(), i, dtype, acc);
+      double acc = element_value(srcs[0].data(), i, dtype);
+      for (size_t k = 1; k < srcs.size(); ++k)
+        acc = apply(op, acc, element_value(srcs[k].data(), i, dtype));
+      set_element_value(out.data(), i, dtype, acc);
     } else if (dtype == DType::i32) {
-      int64_t acc = static_cast<int64_t>(get_element(srcs[0].data(), i, dtype));
+      int64_t acc = static_cast<int64_t>(element_value(srcs[0].data(), i, dtype));
       for (size_t k = 1; k < srcs.size(); ++k)
-        acc = apply<int64_t>(op, acc, static_cast<int64_t>(get_element(srcs[k].data(), i, dtype)));
-      set_element(out.data(), i, dtype, static_cast<double>(acc));
+        acc =
+            apply<int64_t>(op, acc, static_cast<int64_t>(element_value(srcs[k].data(), i, dtype)));
+      set_element_value(out.data(), i, dtype, static_cast<double>(acc));
     } else {
-      float acc = static_cast<float>(get_element(srcs[0].data(), i, dtype));
+      float acc = static_cast<float>(element_value(srcs[0].data(), i, dtype));
       for (size_t k = 1; k < srcs.size(); ++k)
-        acc = apply(op, acc, static_cast<float>(get_element(srcs[k].data(), i, dtype)));
-      set_element(out.data(), i, dtype, acc);
+        acc = apply(op, acc, static_cast<float>(element_value(srcs[k].data(), i, dtype)));
+      set_element_value(out.data(), i, dtype, acc);
     }
   }
   return out;
@@ -201,7 +203,7 @@ TEST_CASE("reduce_into and reduce2 are the two-source reduction") {
   kernels::reduce2(out.data(), a.data(), b.data(), 100, DType::bf16, ReduceOp::sum);
   kernels::reduce_into(a.data(), b.data(), 100, DType::bf16, ReduceOp::sum);
   CHECK(std::memcmp(out.data(), a.data(), a.size()) == 0);
-  CHECK(get_element(out.data(), 3, DType::bf16) != 0.0);
+  CHECK(element_value(out.data(), 3, DType::bf16) != 0.0);
 }
 
 TEST_CASE("copy with non-temporal stores copies exactly, at any alignment") {

@@ -60,8 +60,6 @@ struct PerfCollective {
 
 /// Rank p's send element j: small integers, so every sum is exact in every dtype.
 double input_value(int rank, size_t j);
-/// op(a, b) in double.
-double apply_op(ReduceOp op, double a, double b);
 /// op over all ranks' element j.
 double reduce_over_ranks(int ranks, size_t j, ReduceOp op);
 

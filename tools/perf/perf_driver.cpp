@@ -30,39 +30,13 @@ double input_value(int rank, size_t j) {
   return static_cast<double>((j * 7 + static_cast<size_t>(rank) * 13) % 17) - 8;
 }
 
-double apply_op(ReduceOp op, double a, double b) {
-  return op == ReduceOp::sum ? a + b : op == ReduceOp::max ? std::max(a, b) : std::min(a, b);
-}
-
 double reduce_over_ranks(int ranks, size_t j, ReduceOp op) {
   double acc = input_value(0, j);
-  for (int p = 1; p < ranks; ++p) acc = apply_op(op, acc, input_value(p, j));
+  for (int p = 1; p < ranks; ++p) acc = apply_reduce_op(op, acc, input_value(p, j));
   return acc;
 }
 
 namespace {
-
-void set_element(void* buffer, size_t i, DType dtype, double v) {
-  switch (dtype) {
-    case DType::f32: static_cast<float*>(buffer)[i] = static_cast<float>(v); break;
-    case DType::f64: static_cast<double*>(buffer)[i] = v; break;
-    case DType::i32: static_cast<int32_t*>(buffer)[i] = static_cast<int32_t>(v); break;
-    case DType::bf16: static_cast<uint16_t*>(buffer)[i] = float_to_bf16(static_cast<float>(v)); break;
-    case DType::f16: static_cast<uint16_t*>(buffer)[i] = float_to_f16(static_cast<float>(v)); break;
-    default: break;
-  }
-}
-
-double get_element(const void* buffer, size_t i, DType dtype) {
-  switch (dtype) {
-    case DType::f32: return static_cast<const float*>(buffer)[i];
-    case DType::f64: return static_cast<const double*>(buffer)[i];
-    case DType::i32: return static_cast<const int32_t*>(buffer)[i];
-    case DType::bf16: return bf16_to_float(static_cast<const uint16_t*>(buffer)[i]);
-    case DType::f16: return f16_to_float(static_cast<const uint16_t*>(buffer)[i]);
-    default: return 0;
-  }
-}
 
 /// A row's buffer: plain host memory (on huge pages with -H 1), or SharedHostMemory with -R 1.
 class RowMemory {
@@ -93,7 +67,8 @@ struct RowBuffers {
         send(std::max<size_t>(s.send_count, 1) * es, a),
         recv(std::max<size_t>(s.recv_count, 1) * es, a),
         shared(std::max<size_t>(std::max(s.send_count, s.recv_count), 1) * es, a) {
-    for (size_t j = 0; j < s.send_count; ++j) set_element(send.data(), j, dtype, input_value(rank, j));
+    for (size_t j = 0; j < s.send_count; ++j)
+      set_element_value(send.data(), j, dtype, input_value(rank, j));
   }
   /// Resets the in-place buffer to this rank's input (where its convention puts it).
   void reset_in_place() {
@@ -238,7 +213,7 @@ class Driver {
   double count_wrong(const Shape& s, const void* result) const {
     double wrong = 0;
     for (size_t i = 0; i < s.recv_count; ++i)
-      if (get_element(result, i, a_.dtype) != c_.expected(s, rank_, n_, i, a_.op)) ++wrong;
+      if (element_value(result, i, a_.dtype) != c_.expected(s, rank_, n_, i, a_.op)) ++wrong;
     return wrong;
   }
 
