@@ -93,8 +93,8 @@ void set_element_value(void* buffer, size_t i, DType dtype, double value) {
     case DType::f16:
       static_cast<uint16_t*>(buffer)[i] = float_to_f16(static_cast<float>(value));
       return;
-    case DType::u8:
-      static_cast<uint8_t*>(buffer)[i] = static_cast<uint8_t>(value);
+    case DType::u8:  // through int64_t: a negative double to uint8_t would be undefined
+      static_cast<uint8_t*>(buffer)[i] = static_cast<uint8_t>(static_cast<int64_t>(value));
       return;
     case DType::fp8_e4m3:
       break;
@@ -102,8 +102,22 @@ void set_element_value(void* buffer, size_t i, DType dtype, double value) {
   no_scalar_view(dtype);
 }
 
+double as_element(double value, DType dtype) {
+  unsigned char stored[sizeof(double)];
+  set_element_value(stored, 0, dtype, value);
+  return element_value(stored, 0, dtype);
+}
+
 double apply_reduce_op(ReduceOp op, double a, double b) {
-  return op == ReduceOp::sum ? a + b : op == ReduceOp::max ? std::max(a, b) : std::min(a, b);
+  switch (op) {
+    case ReduceOp::sum:
+      return a + b;
+    case ReduceOp::max:
+      return std::max(a, b);
+    case ReduceOp::min:
+      return std::min(a, b);
+  }
+  return a + b;
 }
 
 }  // namespace seam

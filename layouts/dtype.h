@@ -32,8 +32,9 @@ constexpr size_t dtype_size(DType t) {
 
 /// Short name as nccl-tests prints it ("float", "bfloat16", ...).
 std::string_view dtype_name(DType t);
-/// Parses a name (nccl-tests' or Seam's short form: float/f32/fp32, bfloat16/bf16, half/f16/fp16,
-/// double/f64, int32/i32); nullopt when unknown.
+/// Parses a name (nccl-tests' or Seam's short form: float/f32/fp32/float32, bfloat16/bf16,
+/// half/f16/fp16/float16, double/f64/fp64/float64, int32/i32/int, uint8/u8, fp8_e4m3/fp8);
+/// nullopt when unknown.
 std::optional<DType> parse_dtype(std::string_view name);
 /// "sum", "max", "min".
 std::string_view reduce_op_name(ReduceOp op);
@@ -62,8 +63,12 @@ inline uint16_t float_to_f16(float f) { return std::bit_cast<uint16_t>(static_ca
 /// Element i of `buffer` (of `dtype`) as a double, for checks and scalar references. Throws
 /// ValueError for fp8_e4m3 (its conversions are kernels/quant/fp8.h's).
 double element_value(const void* buffer, size_t i, DType dtype);
-/// Stores `value` as element i of `buffer`, rounded to `dtype` as element_value reads it.
+/// Stores `value` as element i of `buffer`: rounded to nearest even for the floating types,
+/// truncated toward zero for int32 (the value must fit), wrapped modulo 256 for uint8. Throws
+/// ValueError for fp8_e4m3.
 void set_element_value(void* buffer, size_t i, DType dtype, double value);
+/// `value` as an element of `dtype` holds it (set_element_value, then element_value).
+double as_element(double value, DType dtype);
 /// op(a, b) on scalars, as the collectives reduce.
 double apply_reduce_op(ReduceOp op, double a, double b);
 

@@ -133,9 +133,9 @@ class Engine {
   /// affinities): a waiting rank then yields its core at every turn of its spin, as the peer it
   /// waits for may need it (Open MPI's mpi_yield_when_idle, which its launcher sets then).
   bool oversubscribed = false;
-  /// Whether those cores outnumber the ranks (helper threads may run there): waits then spin
-  /// up to 1 ms before they sleep, where they spin up to 10 ms on a machine whose every core
-  /// runs a rank (spin_budget.h).
+  /// Whether those cores outnumber the ranks (helper threads may run on the rest): waits then
+  /// spin up to 1 ms before they sleep, where they spin up to 10 ms when the cores are as many
+  /// as the ranks (spin_budget.h).
   bool cores_to_spare = false;
   /// Per world rank, the index of its host (hosts numbered in order of their lowest rank);
   /// empty in a job on one host.

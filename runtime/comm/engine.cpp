@@ -329,9 +329,9 @@ void Engine::drive(WorkState& w) {
   }
   if (slept_since) {
     const auto end = Clock::now();
-    const Core core = oversubscribed || end < core_shared_until_ ? Core::shared
-                      : cores_to_spare                           ? Core::own
-                                                                 : Core::own_all_busy;
+    const WaiterCore core = oversubscribed || end < core_shared_until_ ? WaiterCore::shared
+                            : cores_to_spare                           ? WaiterCore::own_with_spare
+                                                                       : WaiterCore::own_none_spare;
     spin_.after_sleep(end - *slept_since, core);
   }
 }

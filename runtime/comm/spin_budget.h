@@ -4,31 +4,33 @@
 // late itself, its peers outwaited their spin and slept in turn, and 1 KiB collectives settled
 // at 150-250 us instead of 5 (8 ranks, every rank one core). So the budget starts at
 // SEAM_SPIN_US and doubles after each wait that slept but would have ended within the longest
-// spin (a longer spin would have covered it), up to that spin: kMaxSpinAllBusy where every
-// core of the machine runs a rank of its own, kMaxSpin elsewhere.
+// spin (a longer spin would have covered it), up to that spin: kMaxSpinNoneSpare where each
+// rank has a core of its own and none is to spare (the cores the local ranks may run on, the
+// union of their affinities, are as many as the ranks), kMaxSpin elsewhere. Where each rank has
+// a core, the budget keeps what it has grown to: halving it let late wake-ups sustain
+// themselves, each sleep making a peer's wait outlast the spin, which shortened the next spins
+// (GPU host, 8 ranks, float all-reduce: in a noisy period, 10 alternations, 4 MiB median 1.5 ms
+// against 3.2 with halving, though with heavy rows of its own, up to 10 ms; in 12 calm ones,
+// medians even and the slowest 4 MiB row 1.4 ms against 4.2).
 //
-// Where every core runs a rank, a spin delays no peer, and a sleep can cost more than the
-// wait: on the 2-vCPU Sapphire Rapids dev VM (2 ranks), while its host ran other guests, waits
-// that slept lasted past the 1 ms ceiling (so the budget stayed near 50 us), each late wake-up
-// made the peer's wait long enough to sleep too, and the host's steal of the VM's time was
-// 15-55% while the collectives ran, against 0-6% with a longer spin.
+// Where no core is to spare, a spin delays no peer, and a sleep can cost more than the wait: on
+// the 2-vCPU Sapphire Rapids dev VM (2 ranks), while its host ran other guests, waits that
+// slept lasted past the 1 ms ceiling (so the budget stayed near 50 us), each late wake-up made
+// the peer's wait long enough to sleep too, and the host's steal of the VM's time was 15-55%
+// while the collectives ran, against 0-6% with a longer spin.
 // 2 ranks, bf16 all-gather, three runs each (bench/raw/dev-spr-spin-setting-s23.txt):
 // SEAM_SPIN_US=50, 4 MiB 507-3140 us, 16 MiB 3.1-12.4 ms, 0.05-3.4 sleeps a call; a 10 ms spin
-// 495-687 us and 3.1-3.4 ms, no sleeps. So there the budget grows up to 10 ms, and keeps what
-// it has grown to: halving it there let late wake-ups sustain themselves, each sleep making a
-// peer's wait outlast the spin, which shortened the next spins (GPU host, 8 ranks, float
-// all-reduce: in a noisy period, 10 alternations, 4 MiB median 1.5 ms against 3.2 with halving,
-// though with heavy rows of its own, up to 10 ms; in 12 calm ones, medians even and the slowest
-// 4 MiB row 1.4 ms against 4.2).
-// Where the machine has cores to spare (for helper threads), it grows up to 1 ms, as before
-// 10 ms was tried: on the GPU host's 16-vCPU Xeon, at 2 and 8 ranks, 10 ms made no row faster
-// beyond noise, and 2-rank float reduce-scatters of 16 MiB took 550-650 us instead of 370-430
-// in 8 runs of 13, against 2 of 13 with 1 ms (medians 583 and 394 us; three device calls,
-// bench/raw/xeon-s23d-spin-ab.txt, xeon-s24a-spin-ab.txt, xeon-s24b-spin-gate-and-table.txt),
-// while on the dev VM, with its host's steal at 0-3%, 10 ms still won (float all-reduce 16 MiB
-// 3.8 ms against 4.7, 1 MiB 110 us against 143; bench/raw/dev-spr-spin-steal-gated-ab-s24.txt).
-// On both machines the rows compared slept in almost none of their timed calls: the spin acted
-// through the waits around them, in ways not measured.
+// 495-687 us and 3.1-3.4 ms, no sleeps. With its host's steal at 0-3%, 10 ms still won there
+// (float all-reduce 16 MiB 3.8 ms against 4.7, with 0.08 sleeps a call against 0.60; 1 MiB
+// 110 us against 143, neither sleeping; bench/raw/dev-spr-spin-steal-gated-ab-s24.txt).
+// Where cores are to spare (for helper threads), the budget grows up to 1 ms, as before 10 ms
+// was tried: on the GPU host's 16-vCPU Xeon, 2 and 8 ranks, unbound, 10 ms made no row faster
+// beyond noise, and 2-rank float reduce-scatters of 16 MiB took 546-645 us instead of 366-430
+// in 8 runs of 13, against 2 of 13 with 1 ms (medians 581 and 394 us, no sleeps in their timed
+// calls either way; three device calls, bench/raw/xeon-s23d-spin-ab.txt, xeon-s24a-spin-ab.txt,
+// xeon-s24b-spin-gate-and-table.txt). How the spin acted there, outside the timed calls, was
+// not measured. Ranks bound one to a core (Open MPI's default at 2 ranks) leave none to spare
+// and get the 10 ms spin; not measured on the Xeon.
 //
 // Where ranks outnumber cores, or yields found this core shared (Engine::drive), a wait that
 // outlasted kMaxSpin (the peers were really busy, maybe on this core) halves the budget back
@@ -45,21 +47,22 @@
 namespace seam::comm {
 
 /// Where a waiting rank runs.
-enum class Core {
-  /// The ranks on this machine outnumber its cores, or this core runs other tasks.
+enum class WaiterCore {
+  /// The ranks on this machine outnumber the cores they may run on (the union of their
+  /// affinities), or this core runs other tasks.
   shared,
-  /// A core of its own, on a machine with cores no rank may run on (where helper threads do).
-  own,
-  /// A core of its own, on a machine whose every core runs a rank.
-  own_all_busy,
+  /// A core of its own, and those cores outnumber the ranks (helper threads may use the rest).
+  own_with_spare,
+  /// A core of its own, and those cores are as many as the ranks.
+  own_none_spare,
 };
 
 class SpinBudget {
  public:
-  /// The longest spin, except on Core::own_all_busy.
+  /// The longest spin, except on WaiterCore::own_none_spare.
   static constexpr std::chrono::microseconds kMaxSpin{1000};
-  /// The longest spin on Core::own_all_busy.
-  static constexpr std::chrono::microseconds kMaxSpinAllBusy{10000};
+  /// The longest spin on WaiterCore::own_none_spare.
+  static constexpr std::chrono::microseconds kMaxSpinNoneSpare{10000};
 
   explicit SpinBudget(std::chrono::microseconds setting)
       : setting_(setting), current_(setting) {}
@@ -70,12 +73,12 @@ class SpinBudget {
   std::chrono::microseconds setting() const { return setting_; }
   /// After a wait that slept: `slept` from the first sleep to the wait's end (the wait lasted
   /// the spin and that), on `core`.
-  void after_sleep(std::chrono::nanoseconds slept, Core core) {
+  void after_sleep(std::chrono::nanoseconds slept, WaiterCore core) {
     if (setting_.count() == 0) return;
-    const auto longest = core == Core::own_all_busy ? kMaxSpinAllBusy : kMaxSpin;
+    const auto longest = core == WaiterCore::own_none_spare ? kMaxSpinNoneSpare : kMaxSpin;
     if (current_ + slept <= longest)
       current_ = std::max(setting_, std::min(current_ * 2, longest));
-    else if (core == Core::shared)
+    else if (core == WaiterCore::shared)
       current_ = std::max(setting_, current_ / 2);
   }
 

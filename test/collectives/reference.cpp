@@ -1,18 +1,13 @@
 #include "test/collectives/reference.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstdint>
 
 namespace seam::test {
 
 double input_value(DType dtype, int rank, size_t j, bool fractional) {
   double v = fractional ? 4.0 * std::sin(0.37 * static_cast<double>(j) + rank)
                         : static_cast<double>((j * 7 + static_cast<size_t>(rank) * 13) % 17) - 8;
-  // Round through the dtype, so the reference reduces exactly what the rank holds.
-  char stored[8];
-  set_element_value(stored, 0, dtype, v);
-  return element_value(stored, 0, dtype);
+  return as_element(v, dtype);  // so the reference reduces exactly what the rank holds
 }
 
 std::vector<char> make_input(DType dtype, size_t count, int rank, bool fractional, size_t first) {

@@ -37,6 +37,9 @@ TEST_CASE("an element stored through its dtype reads back rounded to it") {
   CHECK(element_value(buffer.data(), 6, DType::f16) == doctest::Approx(0.1).epsilon(1e-3));
   set_element_value(buffer.data(), 7, DType::u8, 200);
   CHECK(element_value(buffer.data(), 7, DType::u8) == 200);
+  CHECK(as_element(-8, DType::u8) == 248);     // wrapped modulo 256
+  CHECK(as_element(-2.75, DType::i32) == -2);  // truncated toward zero
+  CHECK(as_element(1.0 + 0x1p-8, DType::bf16) == 1.0);
 }
 
 TEST_CASE("fp8 elements have no scalar view here") {

@@ -213,7 +213,9 @@ class Driver {
   double count_wrong(const Shape& s, const void* result) const {
     double wrong = 0;
     for (size_t i = 0; i < s.recv_count; ++i)
-      if (element_value(result, i, a_.dtype) != c_.expected(s, rank_, n_, i, a_.op)) ++wrong;
+      if (element_value(result, i, a_.dtype) !=
+          as_element(c_.expected(s, rank_, n_, i, a_.op), a_.dtype))
+        ++wrong;
     return wrong;
   }
 
