@@ -26,11 +26,11 @@
 // Where cores are to spare (for helper threads), the budget grows up to 1 ms, as before 10 ms
 // was tried: on the GPU host's 16-vCPU Xeon, 2 and 8 ranks, unbound, 10 ms made no row faster
 // beyond noise, and 2-rank float reduce-scatters of 16 MiB took 546-645 us instead of 366-430
-// in 8 runs of 13, against 2 of 13 with 1 ms (medians 581 and 394 us, no sleeps in their timed
-// calls either way; three device calls, bench/raw/xeon-s23d-spin-ab.txt, xeon-s24a-spin-ab.txt,
-// xeon-s24b-spin-gate-and-table.txt). How the spin acted there, outside the timed calls, was
-// not measured. Ranks bound one to a core (Open MPI's default at 2 ranks) leave none to spare
-// and get the 10 ms spin; not measured on the Xeon.
+// in 8 runs of 13, against 2 of 13 with 1 ms (medians 581 and 394 us, their timed calls
+// sleeping 0.00-0.05 times a call either way; three device calls, bench/raw/xeon-s23d-spin-ab.txt,
+// xeon-s24a-spin-ab.txt, xeon-s24b-spin-gate-and-table.txt). How the spin acted there, outside the
+// timed calls, was not measured. Ranks bound one to a core (Open MPI's default at 2 ranks) leave
+// none to spare and get the 10 ms spin; not measured on the Xeon.
 //
 // Where ranks outnumber cores, or yields found this core shared (Engine::drive), a wait that
 // outlasted kMaxSpin (the peers were really busy, maybe on this core) halves the budget back
