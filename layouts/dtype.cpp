@@ -103,7 +103,7 @@ void set_element_value(void* buffer, size_t i, DType dtype, double value) {
 }
 
 double as_element(double value, DType dtype) {
-  unsigned char stored[sizeof(double)];
+  alignas(double) unsigned char stored[sizeof(double)];
   set_element_value(stored, 0, dtype, value);
   return element_value(stored, 0, dtype);
 }

@@ -14,36 +14,18 @@
 
 namespace seam::test {
 
-/// Element r,c of a host tensor as float.
+/// Element r,c of a host tensor (f32, bf16 or f16) as float.
 inline float get(const Tensor& t, int64_t r, int64_t c) {
-  const char* p = static_cast<const char*>(t.row(r));
-  switch (t.dtype) {
-    case DType::f32: return reinterpret_cast<const float*>(p)[c];
-    case DType::bf16: return bf16_to_float(reinterpret_cast<const uint16_t*>(p)[c]);
-    case DType::f16: return f16_to_float(reinterpret_cast<const uint16_t*>(p)[c]);
-    default: return NAN;
-  }
+  return static_cast<float>(element_value(t.row(r), static_cast<size_t>(c), t.dtype));
 }
 
 /// Stores v rounded to the tensor's dtype.
 inline void set(const Tensor& t, int64_t r, int64_t c, float v) {
-  char* p = static_cast<char*>(t.row(r));
-  switch (t.dtype) {
-    case DType::f32: reinterpret_cast<float*>(p)[c] = v; break;
-    case DType::bf16: reinterpret_cast<uint16_t*>(p)[c] = float_to_bf16(v); break;
-    case DType::f16: reinterpret_cast<uint16_t*>(p)[c] = float_to_f16(v); break;
-    default: break;
-  }
+  set_element_value(t.row(r), static_cast<size_t>(c), t.dtype, v);
 }
 
-/// v rounded to dtype and back.
-inline float round_to(DType dtype, float v) {
-  switch (dtype) {
-    case DType::bf16: return bf16_to_float(float_to_bf16(v));
-    case DType::f16: return f16_to_float(float_to_f16(v));
-    default: return v;
-  }
-}
+/// v rounded to dtype (f32, bf16 or f16) and back.
+inline float round_to(DType dtype, float v) { return static_cast<float>(as_element(v, dtype)); }
 
 /// A host tensor with its storage; row_stride may exceed cols to exercise strided rows.
 struct HostTensor {
