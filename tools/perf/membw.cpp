@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "layouts/tensor.h"
+#include "transports/shm/process_memory.h"
 
 namespace seam::perf {
 namespace {
@@ -58,11 +59,30 @@ int copy_threads(comm::Communicator& comm) {
   return std::max(1, CPU_COUNT(&cores) / std::max(1, on_machine));
 }
 
-/// memcpy of `bytes` split across `threads` threads that start together.
+/// How a thread copies its part; false where it could not.
+using CopyFn = bool (*)(char* dst, const char* src, size_t bytes);
+
+bool user_copy(char* dst, const char* src, size_t bytes) {
+  std::memcpy(dst, src, bytes);
+  return true;
+}
+
+/// The kernel's cross-process copy, in the pieces the single-copy schedules read at two ranks
+/// (256 KiB a call), from this very process: the kernel pins and copies a peer's pages alike.
+/// False where process_vm_readv is not permitted.
+bool kernel_copy(char* dst, const char* src, size_t bytes) {
+  constexpr size_t kPiece = 256 * 1024;
+  for (size_t at = 0; at < bytes; at += kPiece)
+    if (shm::read_process_memory(getpid(), src + at, dst + at, std::min(kPiece, bytes - at)) != 0)
+      return false;
+  return true;
+}
+
+/// `copy` of `bytes` split across `threads` threads that start together.
 class ParallelCopy {
  public:
-  ParallelCopy(char* dst, const char* src, size_t bytes, int threads)
-      : dst_(dst), src_(src), bytes_(bytes), threads_(threads) {
+  ParallelCopy(CopyFn copy, char* dst, const char* src, size_t bytes, int threads)
+      : copy_(copy), dst_(dst), src_(src), bytes_(bytes), threads_(threads) {
     for (int t = 1; t < threads_; ++t)
       workers_.emplace_back([this, t] {
         for (int round = 1;; ++round) {
@@ -78,36 +98,40 @@ class ParallelCopy {
     go_.fetch_add(1, std::memory_order_release);
     for (auto& w : workers_) w.join();
   }
-  void run() {
+  /// Whether every thread copied its part.
+  bool run() {
     done_.store(0, std::memory_order_relaxed);
     go_.fetch_add(1, std::memory_order_release);
     copy_part(0);
     while (done_.load(std::memory_order_acquire) < threads_ - 1) std::this_thread::yield();
+    return !failed_.load(std::memory_order_acquire);
   }
 
  private:
   void copy_part(int t) {
     const size_t begin = bytes_ / threads_ * t, end = t + 1 == threads_ ? bytes_ : bytes_ / threads_ * (t + 1);
-    std::memcpy(dst_ + begin, src_ + begin, end - begin);
+    if (!copy_(dst_ + begin, src_ + begin, end - begin))
+      failed_.store(true, std::memory_order_release);
   }
+  CopyFn copy_;
   char* dst_;
   const char* src_;
   size_t bytes_;
   int threads_;
   std::atomic<int> go_{0}, done_{0};
-  std::atomic<bool> stop_{false};
+  std::atomic<bool> stop_{false}, failed_{false};
   std::vector<std::thread> workers_;
 };
 
-}  // namespace
-
-CopyBandwidth measure_copy_bandwidth(comm::Communicator& comm) {
-  const size_t bytes = buffer_bytes();
-  const int threads = copy_threads(comm);
+/// Bytes read + written per second by `copy` on all ranks at once, each with `threads` threads,
+/// best of kRepeats; 0 where a rank could not copy. Collective.
+double copy_rate(comm::Communicator& comm, CopyFn copy_fn, size_t bytes, int threads) {
   Buffer source(bytes), destination(bytes);  // zero-filled: pages already faulted in
-  ParallelCopy copy(static_cast<char*>(destination.data()), static_cast<const char*>(source.data()),
-                    bytes, threads);
-  copy.run();
+  ParallelCopy copy(copy_fn, static_cast<char*>(destination.data()),
+                    static_cast<const char*>(source.data()), bytes, threads);
+  double failed = copy.run() ? 0 : 1;
+  comm.all_reduce(&failed, &failed, 1, DType::f64, ReduceOp::max).wait();
+  if (failed > 0) return 0;
   double best = 1e30;
   for (int i = 0; i < kRepeats; ++i) {
     comm.barrier().wait();
@@ -118,7 +142,16 @@ CopyBandwidth measure_copy_bandwidth(comm::Communicator& comm) {
     comm.all_reduce(&seconds, &seconds, 1, DType::f64, ReduceOp::max).wait();
     best = std::min(best, seconds);
   }
-  return {2.0 * bytes * comm.size() / best, threads};
+  return 2.0 * bytes * comm.size() / best;
+}
+
+}  // namespace
+
+CopyBandwidth measure_copy_bandwidth(comm::Communicator& comm) {
+  const size_t bytes = buffer_bytes();
+  const int threads = copy_threads(comm);
+  return {copy_rate(comm, user_copy, bytes, threads), copy_rate(comm, kernel_copy, bytes, threads),
+          threads};
 }
 
 }  // namespace seam::perf

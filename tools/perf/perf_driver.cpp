@@ -227,6 +227,15 @@ class Driver {
     std::printf("# membw %.2f GB/s: memcpy bytes read + written per second, all %d ranks at once, "
                 "%d thread%s each\n",
                 membw_.bytes_per_second / 1e9, n_, membw_.threads, membw_.threads == 1 ? "" : "s");
+    if (membw_.kernel_bytes_per_second > 0)
+      std::printf(
+          "# cma %.2f GB/s, %.2f of membw: the same copy by process_vm_readv, the kernel's "
+          "cross-process copy that single-copy schedules and Open MPI's take between plain "
+          "buffers\n",
+          membw_.kernel_bytes_per_second / 1e9,
+          membw_.kernel_bytes_per_second / membw_.bytes_per_second);
+    else
+      std::printf("# cma: process_vm_readv not permitted here\n");
     std::printf("# time: median of -n %d iterations after -w %d (out-of-place and MPI: %d, so "
                 "the schedule tuner has settled), slowest rank; -c %d; seam/mpi and %%bound use "
                 "the out-of-place time\n",
