@@ -14,5 +14,6 @@
 #define SEAM_REDUCE_STREAM 2
 #define SEAM_REDUCE_BF16 0
 #define SEAM_REDUCE_F16C 1
+#define SEAM_REDUCE_VECTOR_BYTES 64
 #include "kernels/reduce/reduce_kernels.inc"
 #pragma GCC pop_options

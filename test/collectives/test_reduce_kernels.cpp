@@ -196,6 +196,43 @@ TEST_CASE("bf16 sums round once to nearest even, overflow to infinity and keep N
   }
 }
 
+TEST_CASE("bf16 and f16 sums in the denormal range: kept, but flushed by AVX-512 BF16's rounding") {
+  // {a, b, a + b}: bf16 below 2^-126 (FP32's denormals, as the sum is accumulated), f16 below
+  // 2^-14, which FP32 holds exactly. The avx512bf16 set rounds bf16 with vcvtne2ps2bf16, which
+  // flushes FP32 denormals, in its whole steps of 32 elements; the 6 elements past them are
+  // rounded as every other set rounds.
+  struct Case {
+    DType dtype;
+    uint16_t a, b, sum, flushed;  // flushed: the bf16 sum in the avx512bf16 set's vector steps
+  };
+  constexpr Case kCases[] = {
+      {DType::bf16, 0x0001, 0x0001, 0x0002, 0x0000},  // the smallest denormal twice
+      {DType::bf16, 0x8003, 0x0001, 0x8002, 0x8000},  // a negative denormal sum
+      {DType::bf16, 0x0040, 0x0040, 0x0080, 0x0080},  // two denormals make the smallest normal
+      {DType::f16, 0x0001, 0x0001, 0x0002, 0x0002},   // f16 denormals are FP32 normals
+      {DType::f16, 0x8003, 0x0001, 0x8002, 0x8002},
+  };
+  constexpr size_t kCount = 70, kVectorSteps = 64;
+  for (const Case& c : kCases) {
+    CAPTURE(dtype_name(c.dtype));
+    CAPTURE(c.a);
+    CAPTURE(c.b);
+    const std::vector<uint16_t> a(kCount, c.a), b(kCount, c.b);
+    for (auto isa : kIsas) {
+      if (!kernels::reduce_isa_supported(isa)) continue;
+      CAPTURE(kernels::reduce_isa_name(isa));
+      std::vector<uint16_t> out(kCount);
+      const void* srcs[2] = {a.data(), b.data()};
+      kernels::reduce(isa, out.data(), srcs, kCount, c.dtype, ReduceOp::sum);
+      for (size_t i = 0; i < kCount; ++i) {
+        CAPTURE(i);
+        const bool flushes = isa == kernels::ReduceIsa::avx512bf16 && i < kVectorSteps;
+        CHECK(out[i] == (flushes ? c.flushed : c.sum));
+      }
+    }
+  }
+}
+
 TEST_CASE("reduce_into and reduce2 are the two-source reduction") {
   auto a = make_input(DType::bf16, 100, 0, true);
   auto b = make_input(DType::bf16, 100, 1, true);
