@@ -65,6 +65,11 @@ Config Config::from_env() {
   if (c.helper_threads < -1 || c.helper_threads > 7)
     throw ValueError("SEAM_HELPER_THREADS must be -1 (automatic) or 0 to 7, got " +
                      std::to_string(c.helper_threads));
+  c.reduce_isa = env_string("SEAM_REDUCE_ISA", "");
+  if (!c.reduce_isa.empty() && c.reduce_isa != "generic" && c.reduce_isa != "avx2" &&
+      c.reduce_isa != "avx512" && c.reduce_isa != "avx512bf16")
+    throw ValueError("SEAM_REDUCE_ISA must be generic, avx2, avx512 or avx512bf16, got '" +
+                     c.reduce_isa + "'");
   c.pmix_namespace = env_string("PMIX_NAMESPACE", "");
   return c;
 }
@@ -96,8 +101,9 @@ std::vector<std::string> Config::describe() const {
       "SEAM_SHM_CMA_BYTES=" + threshold(shm_cma_bytes),
       "SEAM_SHM_SINGLE_COPY_BYTES=" + threshold(shm_single_copy_bytes),
       "SEAM_SHM_SCHEDULE=" + (shm_schedule.empty() ? std::string("tuned") : shm_schedule),
-      "SEAM_HELPER_THREADS=" + (helper_threads < 0 ? std::string("-1 (automatic)")
-                                                    : std::to_string(helper_threads)),
+      "SEAM_HELPER_THREADS=" +
+          (helper_threads < 0 ? std::string("-1 (automatic)") : std::to_string(helper_threads)),
+      "SEAM_REDUCE_ISA=" + (reduce_isa.empty() ? std::string("best") : reduce_isa),
   };
 }
 

@@ -45,6 +45,10 @@ struct Config {
   /// shared-memory calls; -1 = automatic [one less than the cores per local rank, at most 3;
   /// none where ranks share cores]
   int helper_threads = -1;
+  /// SEAM_REDUCE_ISA: the most capable instruction set the reduction kernels may use: generic,
+  /// avx2, avx512 or avx512bf16 (a cap: a CPU without it uses the best it has), to compare sets
+  /// or keep off AVX-512; "" = the best this CPU has [""]
+  std::string reduce_isa;
   // Set by the launcher, not by the user (read here so this stays the one place env is read).
   std::string pmix_namespace;  ///< PMIX_NAMESPACE: non-empty when started by a PMIx server (mpirun)
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernels/reduce/reduce_table.h"
+#include "layouts/config.h"
 #include "layouts/errors.h"
 
 namespace seam::kernels {
@@ -48,10 +49,18 @@ bool reduce_isa_supported(ReduceIsa isa) {
 }
 
 ReduceIsa best_reduce_isa() {
-  static const ReduceIsa best = reduce_isa_supported(ReduceIsa::avx512bf16) ? ReduceIsa::avx512bf16
-                                : reduce_isa_supported(ReduceIsa::avx512)   ? ReduceIsa::avx512
-                                : reduce_isa_supported(ReduceIsa::avx2)     ? ReduceIsa::avx2
-                                                                            : ReduceIsa::generic;
+  // From the most capable set down: the first this CPU runs, at most SEAM_REDUCE_ISA's.
+  static const ReduceIsa best = [] {
+    constexpr ReduceIsa kSets[] = {ReduceIsa::avx512bf16, ReduceIsa::avx512, ReduceIsa::avx2,
+                                   ReduceIsa::generic};
+    const std::string& cap = Config::get().reduce_isa;
+    bool allowed = cap.empty();
+    for (ReduceIsa isa : kSets) {
+      allowed = allowed || reduce_isa_name(isa) == cap;
+      if (allowed && reduce_isa_supported(isa)) return isa;
+    }
+    return ReduceIsa::generic;
+  }();
   return best;
 }
 

@@ -12,7 +12,8 @@
 
 namespace seam::kernels {
 
-/// Instruction set a kernel runs with. best_reduce_isa() is the fastest this CPU supports.
+/// Instruction set a kernel runs with. best_reduce_isa() is the fastest this CPU supports, at
+/// most SEAM_REDUCE_ISA's.
 /// avx512bf16: AVX-512 with its BF16 conversions (bf16 rounded by vcvtne2ps2bf16).
 enum class ReduceIsa { generic, avx2, avx512, avx512bf16 };
 ReduceIsa best_reduce_isa();

@@ -70,6 +70,20 @@ TEST_CASE("malformed values are refused") {
   }
 }
 
+TEST_CASE("reduce ISA cap: the best by default, the four sets taken, others refused") {
+  CHECK(Config::from_env().reduce_isa.empty());
+  for (const char* taken : {"generic", "avx2", "avx512", "avx512bf16"}) {
+    ScopedEnv e("SEAM_REDUCE_ISA", taken);
+    CHECK(Config::from_env().reduce_isa == taken);
+  }
+  for (const char* refused : {"sse", "AVX2", "avx-512"}) {
+    CAPTURE(std::string(refused));
+    ScopedEnv e("SEAM_REDUCE_ISA", refused);
+    CHECK_THROWS_WITH_AS(Config::from_env(), doctest::Contains("SEAM_REDUCE_ISA"),
+                         seam::ValueError);
+  }
+}
+
 TEST_CASE("helper threads: -1 (automatic) by default, 0 to 7 taken, others refused") {
   CHECK(Config::from_env().helper_threads == -1);
   for (const char* taken : {"0", "3", "7"}) {
