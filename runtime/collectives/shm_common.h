@@ -143,13 +143,18 @@ inline PeerOrder peers_from(int me, int n, bool with_me) { return {me, n, n - 1 
 /// stay in cache for whoever reads them next. (2 ranks on a 32 MiB-L3 EPYC: cached stores
 /// 1.2-1.6x faster from 1 to 16 MiB, streaming ones 1.25x faster at 64 MiB all-gather.)
 kernels::Store store_for(size_t bytes, int ranks, bool destination_cached);
-/// store_for for the plain copies of gathers, counting only the cache this process's copy probe
-/// found usable (kernels::usable_last_level_cache_bytes), so ranks may differ: for local choices
-/// only. Reductions keep store_for: on the GPU host's Xeon the probe streamed faster, as did 2-rank
-/// 16 MiB all-gathers (574 -> 339 us, medians of 6), but reductions slowed (all-reduce 664 -> 903,
-/// reduce-scatter 375 -> 488). The probe runs once per process, inside the first call that needs
-/// it (about 10 ms); where the tuner times that call, it is one slow sample of several, and the
-/// tuner takes their median.
+/// store_for for the plain copies of gathers and the zero-copy reductions' results, counting only
+/// the cache this process's copy probe found usable (kernels::usable_last_level_cache_bytes), so
+/// ranks may differ: for local choices only. Out of place, a zero-copy reduction writes each line
+/// of the results whole and reads none, as a copy does. (Zero-copy against store_for, float: dev
+/// VM, whose probe counts 8 MiB, 2 ranks, three alternations, all-reduce 16 MiB 2.8-3.5 ms
+/// against 4.1-4.6, 32 MiB 6.0-6.5 against 8.8-9.0, reduce-scatter 32 MiB 4.0-4.8 against
+/// 5.6-6.3; GPU host's Xeon, likewise 8 MiB, 8 ranks, two: all-reduce 8 MiB 1.0-1.3 ms against
+/// 1.3-2.5; other rows within the noise.) The slot and single-copy reductions keep store_for: on
+/// the Xeon the probe streamed faster, as did 2-rank 16 MiB all-gathers (574 -> 339 us, medians
+/// of 6), but those reductions slowed (all-reduce 664 -> 903, reduce-scatter 375 -> 488). The
+/// probe runs once per process, inside the first call that needs it (about 10 ms); where the
+/// tuner times that call, it is one slow sample of several, and the tuner takes their median.
 kernels::Store copy_store_for(size_t bytes, int ranks, bool destination_cached);
 
 // The communicator's driver spins a while, then sleeps until a message arrives, a peer wakes

@@ -47,7 +47,8 @@ comm::Task zero_copy_all_reduce(Group& g, ShmRegion& region, const char* send, c
   // (into this rank's own recv, where results stream, a block at a time as it is folded).
   const auto shares = even_blocks(count, n);
   const auto at = block_offsets(shares);
-  const kernels::Store store = store_for(count * es, n, false);
+  // In place, the fold has just read the lines it writes: cached stores.
+  const kernels::Store store = copy_store_for(count * es, n, send == recv);
   const bool own_streamed = store == kernels::Store::streaming;
   const size_t chunk = kChunkBytes / es;
   // The helpers take runs of chunks, each with its own scratch.
@@ -84,7 +85,7 @@ comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_vie
   exchange.announce(handles.send, handles.recv);
   co_await exchange.peers_ready();
   const auto sends = peer_buffers(region, exchange.round(), 0, me, send);
-  const kernels::Store store = store_for(off.back() * es, n, out == send + off[me] * es);
+  const kernels::Store store = copy_store_for(off.back() * es, n, out == send + off[me] * es);
   // Where every output lies in SharedHostMemory too, each rank folds an even share of all the
   // blocks and writes it into their owners' outputs: with uneven blocks the largest one's owner
   // no longer folds most of the data (8 ranks, blocks 1:2:...:8, it folded 1.8x the average).
