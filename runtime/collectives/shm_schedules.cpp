@@ -399,8 +399,10 @@ comm::Task shm_all_gather_on(Group& g, RegionLease* held, std::string_view colle
   const auto off = block_offsets(counts);
   if (const uint64_t recv_handle = zero_copy_handle(recv, off.back() * es, off.back() * es)) {
     SEAM_LOG_DEBUG("{}: shm schedule zero-copy ({} B in SharedHostMemory)", collective, off.back() * es);
+    const ZeroCopyHandles handles{zero_copy_handle(send, counts[me] * es, off.back() * es),
+                                  recv_handle};
     comm::Task gather =
-        zero_copy_all_gather(g, *region, collective, send, recv, recv_handle, counts, dtype);
+        zero_copy_all_gather(g, *region, collective, send, recv, handles, counts, dtype);
     co_await comm::run(gather);
     region.finish();
     co_return;

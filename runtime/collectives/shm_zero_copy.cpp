@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/reduce/reduce.h"
+#include "layouts/log.h"
 #include "runtime/collectives/blocks.h"
 #include "runtime/collectives/helped.h"
 #include "runtime/collectives/scratch.h"
@@ -17,15 +18,43 @@ namespace {
 /// rank's output, a gathered one while it is written into every peer's.
 constexpr size_t kChunkBytes = 64 * 1024;
 
+/// Rank p's buffer named by word `which` of the exchange's round, mapped into this process.
+char* peer_buffer(const ShmRegion& region, uint64_t round, int which, int p) {
+  return static_cast<char*>(shm::map_shared_handle(region.pid_of(p), region.host_token_of(p),
+                                                   region.word_of(p, round, which)));
+}
+
 /// Every rank's buffer named by word `which` of the exchange's round (this rank's own: `own`).
 template <typename T>
 std::vector<T*> peer_buffers(const ShmRegion& region, uint64_t round, int which, int me, T* own) {
   std::vector<T*> buffers(region.ranks());
   for (int p = 0; p < region.ranks(); ++p)
-    buffers[p] = p == me ? own
-                         : static_cast<T*>(shm::map_shared_handle(
-                               region.pid_of(p), region.host_token_of(p), region.word_of(p, round, which)));
+    buffers[p] = p == me ? own : peer_buffer(region, round, which, p);
   return buffers;
+}
+
+/// Whether every rank with a block (counts[p] > 0) announced a buffer in word `which` of the
+/// round. All ranks see the same announcements, so all agree.
+bool all_announced(const ShmRegion& region, uint64_t round, int which,
+                   std::span<const size_t> counts) {
+  for (size_t p = 0; p < counts.size(); ++p)
+    if (counts[p] && !region.word_of(static_cast<int>(p), round, which)) return false;
+  return true;
+}
+
+/// The part of each block j (block offsets `off`) in this rank's share [share_begin, share_end)
+/// of the whole range: elements [first[j], first[j] + length[j]).
+struct ShareParts {
+  Blocks first, length;
+};
+ShareParts parts_of_share(std::span<const size_t> off, size_t share_begin, size_t share_end) {
+  const size_t n = off.size() - 1;
+  ShareParts parts{Blocks(n), Blocks(n)};
+  for (size_t j = 0; j < n; ++j) {
+    parts.first[j] = std::clamp(off[j], share_begin, share_end);
+    parts.length[j] = std::clamp(off[j + 1], share_begin, share_end) - parts.first[j];
+  }
+  return parts;
 }
 
 }  // namespace
@@ -89,24 +118,17 @@ comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_vie
   // Where every output lies in SharedHostMemory too, each rank folds an even share of all the
   // blocks and writes it into their owners' outputs: with uneven blocks the largest one's owner
   // no longer folds most of the data (8 ranks, blocks 1:2:...:8, it folded 1.8x the average).
-  // Otherwise each rank's share is its own block. All ranks see the same announcements, so all
-  // agree.
-  bool shared_outputs = true;
-  for (int p = 0; p < n; ++p) shared_outputs &= counts[p] == 0 || region.word_of(p, exchange.round(), 1) != 0;
-  const auto shares = shared_outputs ? block_offsets(even_blocks(off.back(), n)) : off;
+  // Otherwise each rank's share is its own block.
+  const bool even_shares = all_announced(region, exchange.round(), 1, counts);
+  if (even_shares) SEAM_LOG_DEBUG("{}: zero-copy, even shares of all blocks", collective);
+  const auto shares = even_shares ? block_offsets(even_blocks(off.back(), n)) : off;
   const size_t chunk = kChunkBytes / es;
-  // The part of block j in this rank's share, [first[j], first[j] + length[j]) of the whole
-  // range, folded into `to[j]`: one hand-off to the helpers for all blocks.
-  Blocks first(n), length(n);
+  // The part of block j in this rank's share is folded into `to[j]`: one hand-off to the
+  // helpers for all blocks.
+  const auto [first, length] = parts_of_share(off, shares[me], shares[me + 1]);
   std::vector<char*> to(n);
-  for (int j : peers_from(me, n, true)) {
-    first[j] = std::clamp(off[j], shares[me], shares[me + 1]);
-    length[j] = std::clamp(off[j + 1], shares[me], shares[me + 1]) - first[j];
-    if (length[j] == 0) continue;
-    to[j] = j == me ? out
-                    : static_cast<char*>(shm::map_shared_handle(
-                          region.pid_of(j), region.host_token_of(j), region.word_of(j, exchange.round(), 1)));
-  }
+  for (int j = 0; j < n; ++j)
+    if (length[j]) to[j] = j == me ? out : peer_buffer(region, exchange.round(), 1, j);
   helpers.split_pieces(length, es, [&](size_t j, size_t b, size_t e) {
     Sources sources(n);
     for (size_t begin = first[j] + b; begin < first[j] + e; begin += chunk) {
@@ -120,7 +142,7 @@ comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_vie
 }
 
 comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view collective,
-                                const char* send, char* recv, uint64_t recv_handle,
+                                const char* send, char* recv, ZeroCopyHandles handles,
                                 std::span<const size_t> counts, DType dtype) {
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
@@ -130,22 +152,35 @@ comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view co
       signature_of(Collective::all_gatherv, dtype, ReduceOp::sum, counts, ShmVariant::zero_copy),
       collective);
   const Helpers helpers(region, off.back() * es);
-  exchange.announce(recv_handle, 0);
+  exchange.announce(handles.recv, handles.send);
   co_await exchange.peers_ready();
   const auto recvs = peer_buffers(region, exchange.round(), 0, me, recv);
   const kernels::Store store = copy_store_for(off.back() * es, n, false);
+  // Where every block's input lies in SharedHostMemory too, each rank writes an even share of the
+  // result, read from the blocks' owners' inputs, into every output: with uneven blocks the
+  // largest one's owner no longer writes most of the data (a broadcast's root, all of it).
+  // Otherwise each rank's share is its own block, from its own input.
+  const bool even_shares = all_announced(region, exchange.round(), 1, counts);
+  if (even_shares) SEAM_LOG_DEBUG("{}: zero-copy, even shares of the result", collective);
+  const auto shares = even_shares ? block_offsets(even_blocks(off.back(), n)) : off;
+  const auto [first, length] = parts_of_share(off, shares[me], shares[me + 1]);
+  std::vector<const char*> from(n);  // block j's input
+  for (int j = 0; j < n; ++j)
+    if (length[j]) from[j] = j == me ? send : peer_buffer(region, exchange.round(), 1, j);
   const size_t chunk = kChunkBytes / es;
-  const auto copy_run = [&](size_t run_begin, size_t run_end) {
-    for (size_t begin = run_begin; begin < run_end; begin += chunk) {
-      const size_t bytes = std::min(chunk, run_end - begin) * es;
-      const char* from = send + begin * es;
-      for (int p : peers_from(me, n, true)) {
-        char* to = recvs[p] + (off[me] + begin) * es;
-        if (to != from) kernels::copy(to, from, bytes, store);  // in place: already there
-      }
-    }
-  };
-  helpers.split_runs(counts[me], chunk, kChunkBytes, copy_run, n);
+  helpers.split_pieces(
+      length, es,
+      [&](size_t j, size_t b, size_t e) {
+        for (size_t begin = first[j] + b; begin < first[j] + e; begin += chunk) {
+          const size_t bytes = std::min(chunk, first[j] + e - begin) * es;
+          const char* source = from[j] + (begin - off[j]) * es;
+          for (int p : peers_from(me, n, true)) {
+            char* to = recvs[p] + begin * es;
+            if (to != source) kernels::copy(to, source, bytes, store);  // in place: already there
+          }
+        }
+      },
+      n);
   comm::Task finish = exchange.finish();
   co_await comm::run(finish);
 }

@@ -3,8 +3,9 @@
 // this rank's share of every rank's input and writes it into every rank's output; a
 // reduce-scatter folds this rank's block out of every input (or, where the outputs are shared
 // too, an even share of all blocks into their owners' outputs); an all-gather writes this rank's
-// block into every output. Each byte is read once and written where it belongs: no slots, no
-// kernel copy. Two waits per call: the peers' buffers are announced, and all ranks are done.
+// block into every output (or, where the inputs are shared too, an even share of the result). Each
+// byte is read once and written where it belongs: no slots, no kernel copy. Two waits per call: the
+// peers' buffers are announced, and all ranks are done.
 #pragma once
 
 #include <cstdint>
@@ -31,9 +32,10 @@ comm::Task zero_copy_all_reduce(Group& g, ShmRegion& region, const char* send, c
 comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_view collective,
                                     const char* send, char* out, ZeroCopyHandles handles,
                                     std::span<const size_t> counts, DType dtype, ReduceOp op);
-/// Needs handles.recv (peers write their blocks into this rank's output).
+/// Needs handles.recv (peers write into this rank's output); handles.send, where the input
+/// lies in SharedHostMemory (peers may then read this rank's block from it).
 comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view collective,
-                                const char* send, char* recv, uint64_t recv_handle,
+                                const char* send, char* recv, ZeroCopyHandles handles,
                                 std::span<const size_t> counts, DType dtype);
 
 }  // namespace seam::collectives

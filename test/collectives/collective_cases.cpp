@@ -59,7 +59,7 @@ std::vector<size_t> case_blocks(const Case& c) {
   return blocks;
 }
 
-RankCase::RankCase(const Case& c, int rank, bool shared_memory) : c_(c), rank_(rank) {
+RankCase::RankCase(const Case& c, int rank, SharedBuffers shared) : c_(c), rank_(rank) {
   const size_t es = dtype_size(c.dtype);
   const int n = c.ranks;
   auto reduced = [&](size_t j) {
@@ -119,20 +119,22 @@ RankCase::RankCase(const Case& c, int rank, bool shared_memory) : c_(c), rank_(r
       break;
     }
   }
-  if (shared_memory) move_to_shared_memory();
+  if (shared != SharedBuffers::none) move_to_shared_memory(shared);
 }
 
-void RankCase::move_to_shared_memory() {
+void RankCase::move_to_shared_memory(SharedBuffers shared) {
+  // In place, the input is the output, and moves with it.
+  const bool input_moves = shared == SharedBuffers::both;
   shared_ = SharedHostMemory::allocate(input_.size() + output_.size() + 64);
   char* input = static_cast<char*>(shared_->data());
   char* output = input + input_.size() + 64;  // apart, so an overrun shows
-  if (!input_.empty()) std::memcpy(input, input_.data(), input_.size());
+  if (input_moves && !input_.empty()) std::memcpy(input, input_.data(), input_.size());
   if (!output_.empty()) std::memcpy(output, output_.data(), output_.size());
   auto moved = [&](const void* p) -> char* {
     const char* at = static_cast<const char*>(p);
     if (at >= output_.data() && at <= output_.data() + output_.size())
       return output + (at - output_.data());
-    if (at >= input_.data() && at <= input_.data() + input_.size())
+    if (input_moves && at >= input_.data() && at <= input_.data() + input_.size())
       return input + (at - input_.data());
     return const_cast<char*>(at);
   };

@@ -34,11 +34,14 @@ std::string describe(const Case& c);
 /// rank (r % 3 == 1), which gets none; skewed, (r + 1) * count. Equal variants: count each.
 std::vector<size_t> case_blocks(const Case& c);
 
+/// Which of a case's buffers lie in SharedHostMemory (the zero-copy schedules): none, the
+/// output alone (the input stays plain, out of place), or both.
+enum class SharedBuffers { none, output, both };
+
 /// One rank's side of a case.
 class RankCase {
  public:
-  /// With `shared_memory`, the call's buffers lie in SharedHostMemory (zero-copy schedules).
-  RankCase(const Case& c, int rank, bool shared_memory = false);
+  RankCase(const Case& c, int rank, SharedBuffers shared = SharedBuffers::none);
   /// Issues the call on `api`: a Communicator, or anything with its collective methods.
   template <class Api>
   auto launch(Api& api);
@@ -46,7 +49,7 @@ class RankCase {
   long first_wrong() const;
 
  private:
-  void move_to_shared_memory();
+  void move_to_shared_memory(SharedBuffers shared);
   Case c_;
   int rank_;
   std::vector<size_t> blocks_, offsets_;
