@@ -24,35 +24,41 @@ char* peer_buffer(const ShmRegion& region, uint64_t round, int which, int p) {
                                                    region.word_of(p, round, which)));
 }
 
-/// Every rank's buffer named by word `which` of the exchange's round (this rank's own: `own`).
+/// Every rank's buffer named by word `which` of the exchange's round (this rank's own: `own`);
+/// with `needed`, only those of the ranks p with needed[p] > 0 (the others null).
 template <typename T>
-std::vector<T*> peer_buffers(const ShmRegion& region, uint64_t round, int which, int me, T* own) {
+std::vector<T*> peer_buffers(const ShmRegion& region, uint64_t round, int which, int me, T* own,
+                             std::span<const size_t> needed = {}) {
   std::vector<T*> buffers(region.ranks());
   for (int p = 0; p < region.ranks(); ++p)
-    buffers[p] = p == me ? own : peer_buffer(region, round, which, p);
+    if (needed.empty() || needed[p])
+      buffers[p] = p == me ? own : peer_buffer(region, round, which, p);
   return buffers;
 }
 
-/// Whether every rank with a block (counts[p] > 0) announced a buffer in word `which` of the
-/// round. All ranks see the same announcements, so all agree.
-bool all_announced(const ShmRegion& region, uint64_t round, int which,
-                   std::span<const size_t> counts) {
-  for (size_t p = 0; p < counts.size(); ++p)
-    if (counts[p] && !region.word_of(static_cast<int>(p), round, which)) return false;
-  return true;
-}
-
-/// The part of each block j (block offsets `off`) in this rank's share [share_begin, share_end)
-/// of the whole range: elements [first[j], first[j] + length[j]).
+/// This rank's share of a call's blocks (offsets `off`): the part of each block j in it is
+/// elements [first[j], first[j] + length[j]) of the whole range.
 struct ShareParts {
   Blocks first, length;
 };
-ShareParts parts_of_share(std::span<const size_t> off, size_t share_begin, size_t share_end) {
+
+/// Where every rank with a block announced a second buffer in the round (word 1: the outputs of a
+/// reduce-scatter, the inputs of a gather), an even share of all blocks, so that the largest
+/// block's owner no longer does most of the work; otherwise this rank's own block. All ranks see
+/// the same announcements, so all agree.
+ShareParts share_of(const ShmRegion& region, uint64_t round, std::string_view collective,
+                    std::span<const size_t> off, int me) {
   const size_t n = off.size() - 1;
+  bool even = true;
+  for (size_t p = 0; p < n; ++p)
+    even = even && (off[p + 1] == off[p] || region.word_of(static_cast<int>(p), round, 1) != 0);
+  if (even) SEAM_LOG_DEBUG("{}: zero-copy, even shares of all blocks", collective);
+  const auto shares =
+      even ? block_offsets(even_blocks(off.back(), static_cast<int>(n))) : Blocks(off);
   ShareParts parts{Blocks(n), Blocks(n)};
   for (size_t j = 0; j < n; ++j) {
-    parts.first[j] = std::clamp(off[j], share_begin, share_end);
-    parts.length[j] = std::clamp(off[j + 1], share_begin, share_end) - parts.first[j];
+    parts.first[j] = std::clamp(off[j], shares[me], shares[me + 1]);
+    parts.length[j] = std::clamp(off[j + 1], shares[me], shares[me + 1]) - parts.first[j];
   }
   return parts;
 }
@@ -116,19 +122,12 @@ comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_vie
   const auto sends = peer_buffers(region, exchange.round(), 0, me, send);
   const kernels::Store store = copy_store_for(off.back() * es, n, out == send + off[me] * es);
   // Where every output lies in SharedHostMemory too, each rank folds an even share of all the
-  // blocks and writes it into their owners' outputs: with uneven blocks the largest one's owner
-  // no longer folds most of the data (8 ranks, blocks 1:2:...:8, it folded 1.8x the average).
-  // Otherwise each rank's share is its own block.
-  const bool even_shares = all_announced(region, exchange.round(), 1, counts);
-  if (even_shares) SEAM_LOG_DEBUG("{}: zero-copy, even shares of all blocks", collective);
-  const auto shares = even_shares ? block_offsets(even_blocks(off.back(), n)) : off;
+  // blocks and writes it into their owners' outputs (8 ranks, blocks 1:2:...:8: the largest
+  // one's owner folded 1.8x the average otherwise). The part of block j in this rank's share is
+  // folded into `to[j]`: one hand-off to the helpers for all blocks.
+  const auto [first, length] = share_of(region, exchange.round(), collective, off, me);
+  const auto to = peer_buffers(region, exchange.round(), 1, me, out, length);
   const size_t chunk = kChunkBytes / es;
-  // The part of block j in this rank's share is folded into `to[j]`: one hand-off to the
-  // helpers for all blocks.
-  const auto [first, length] = parts_of_share(off, shares[me], shares[me + 1]);
-  std::vector<char*> to(n);
-  for (int j = 0; j < n; ++j)
-    if (length[j]) to[j] = j == me ? out : peer_buffer(region, exchange.round(), 1, j);
   helpers.split_pieces(length, es, [&](size_t j, size_t b, size_t e) {
     Sources sources(n);
     for (size_t begin = first[j] + b; begin < first[j] + e; begin += chunk) {
@@ -157,16 +156,11 @@ comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view co
   const auto recvs = peer_buffers(region, exchange.round(), 0, me, recv);
   const kernels::Store store = copy_store_for(off.back() * es, n, false);
   // Where every block's input lies in SharedHostMemory too, each rank writes an even share of the
-  // result, read from the blocks' owners' inputs, into every output: with uneven blocks the
-  // largest one's owner no longer writes most of the data (a broadcast's root, all of it).
-  // Otherwise each rank's share is its own block, from its own input.
-  const bool even_shares = all_announced(region, exchange.round(), 1, counts);
-  if (even_shares) SEAM_LOG_DEBUG("{}: zero-copy, even shares of the result", collective);
-  const auto shares = even_shares ? block_offsets(even_blocks(off.back(), n)) : off;
-  const auto [first, length] = parts_of_share(off, shares[me], shares[me + 1]);
-  std::vector<const char*> from(n);  // block j's input
-  for (int j = 0; j < n; ++j)
-    if (length[j]) from[j] = j == me ? send : peer_buffer(region, exchange.round(), 1, j);
+  // result, read from the blocks' owners' inputs (`from`), into every output: the largest
+  // block's owner (a broadcast's root) no longer writes most of the data. Otherwise each rank's
+  // share is its own block, from its own input.
+  const auto [first, length] = share_of(region, exchange.round(), collective, off, me);
+  const auto from = peer_buffers(region, exchange.round(), 1, me, send, length);
   const size_t chunk = kChunkBytes / es;
   helpers.split_pieces(
       length, es,
