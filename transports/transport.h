@@ -93,6 +93,10 @@ class Transport {
   virtual bool any_asleep(std::span<const int> /*world_ranks*/) { return false; }
   /// Wakes those of `world_ranks` marked asleep, after the caller's stores (ordered likewise).
   virtual void wake_if_sleeping(std::span<const int> /*world_ranks*/) {}
+  /// Whether a peer last ran on `cpu`, the CPU this rank runs on now (-1: unknown), which the
+  /// transport records for the peers in turn: the one kind of task a waiting rank hands its core
+  /// to. Transports that cannot tell answer true.
+  virtual bool peer_on_cpu(int cpu) = 0;
   /// Whether peer is reachable (and, for local peers, its process alive). A dead peer fails
   /// every pending request that involves it.
   virtual bool peer_alive(int peer) = 0;

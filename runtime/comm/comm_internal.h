@@ -130,8 +130,8 @@ class Engine {
   std::vector<std::string> peer_transport;  ///< per world rank
   /// Whether the ranks on this machine (this kernel: hosts in network namespaces or containers
   /// of one machine share its cores) outnumber the cores they may run on (the union of their CPU
-  /// affinities): a waiting rank then yields its core at every turn of its spin, as the peer it
-  /// waits for may need it (Open MPI's mpi_yield_when_idle, which its launcher sets then).
+  /// affinities): a wait that slept then counts its core as shared (spin_budget.h). Its spin
+  /// yields the core to the peers that last ran on it, as waits always do (drive).
   bool oversubscribed = false;
   /// Whether those cores outnumber the ranks (helper threads may run on the rest): waits then
   /// spin up to 1 ms before they sleep, where they spin up to 10 ms when the cores are as many
@@ -163,10 +163,10 @@ class Engine {
   int abort_peer_ = -1;
   Clock::time_point last_liveness_check_{};
   SpinBudget spin_;
-  /// Until when waits yield at every turn, as where ranks outnumber cores: yields of this
-  /// rank's spin let other tasks run, so its core is shared for now (see drive).
-  Clock::time_point core_shared_until_{};
-  int long_yields_ = 0;  ///< yields in a row that let another task run
+  /// Whether a local peer last ran on this rank's CPU, as of next_cpu_look_ - kCpuLook: then a
+  /// spinning wait hands the core over at every turn (see drive).
+  bool peer_on_this_cpu_ = false;
+  Clock::time_point next_cpu_look_{};
 };
 
 /// The Group a running operation sees: group ranks -> world ranks, tags scoped to the operation.

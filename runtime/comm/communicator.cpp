@@ -44,6 +44,7 @@ class OwningTransport final : public transport::Transport {
   bool mark_asleep(bool asleep) override { return t_->mark_asleep(asleep); }
   bool any_asleep(std::span<const int> world_ranks) override { return t_->any_asleep(world_ranks); }
   void wake_if_sleeping(std::span<const int> world_ranks) override { t_->wake_if_sleeping(world_ranks); }
+  bool peer_on_cpu(int cpu) override { return t_->peer_on_cpu(cpu); }
   bool peer_alive(int p) override { return t_->peer_alive(p); }
   std::string why_lost(int p) override { return t_->why_lost(p); }
   std::string abort_notice(std::chrono::milliseconds wait) override {

@@ -40,6 +40,8 @@ class CompositeTransport final : public transport::Transport {
   void wake_if_sleeping(std::span<const int> world_ranks) override {
     shm_->wake_if_sleeping(world_ranks);
   }
+  /// Only the peers on this host can run on this rank's CPU.
+  bool peer_on_cpu(int cpu) override { return shm_->peer_on_cpu(cpu); }
   bool peer_alive(int peer) override { return route(peer).peer_alive(peer); }
   std::string why_lost(int peer) override { return route(peer).why_lost(peer); }
   /// Only other hosts' notices can trail a broken connection: a local peer's abort is in shared

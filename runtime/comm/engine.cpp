@@ -231,22 +231,17 @@ void Engine::poll() {
 
 namespace {
 
-/// How long a relaxed spin holds the core between yields. Unpinned ranks that the scheduler
-/// puts on one core after set-up find out within two yields (kYieldRanAnother), where each wait
-/// held the core for the whole relax window (SEAM_SPIN_US) before. Dev, 2 ranks moved onto one
-/// vCPU: 1 KiB all-gather 102 -> 2.6 us a call (a yield every 5 us alone: 12.5), 64 KiB
-/// all-reduce 8.6 us (7.5 on two vCPUs). Alone on its core the yield returns at once: 1 KiB-1 MiB
-/// calls even. (What prompted it: a GPU-host table row of 1 KiB all-gathers at 108 us a call
-/// against Open MPI's 2.9, both ranks unpinned.)
-constexpr auto kRelaxedYield = std::chrono::microseconds(5);
-/// A yield that returned this much later ran another task on the core (a syscall alone is
-/// under 1 us). After kSharedCoreEvidence such yields in a row, waits yield at every turn for
-/// kSharedCoreYields. One is not enough: on the dev VM, mpirun's own processes ran in a yield
-/// at set-up often enough that the first 1 KiB calls of a binary then paid a yield at every turn
-/// (1 KiB all-reduce at 1.3x Open MPI's time instead of 0.3x, in 2 binaries of 20).
-constexpr auto kYieldRanAnother = std::chrono::microseconds(3);
-constexpr int kSharedCoreEvidence = 2;
-constexpr auto kSharedCoreYields = std::chrono::milliseconds(1);
+/// How often a spinning wait looks at the CPU it runs on and asks whether a peer last ran there
+/// (Transport::peer_on_cpu; a few nanoseconds, the peers' lines stay cached). A wait yields its
+/// core only to such a peer, at every turn: that peer cannot progress while the wait holds the
+/// core (2 ranks moved onto one dev vCPU: 1 KiB all-gathers took 102 us a call where waits held
+/// it, 2.6 where they yielded). Yielding to any task instead cost whole time slices: with a busy
+/// thread beside each of the 2 dev ranks (perf binaries' -L 1), each wait that yielded handed
+/// the core to it until the scheduler's next turn, and reduce-scatterv calls of 256 KiB-1 MiB
+/// took 4.0-8.0 ms (Open MPI's, spinning without yields, 0.06-0.33; Seam's, yielding to peers
+/// alone, 0.02-0.10). Unpinned ranks that the scheduler puts on one core after set-up are found
+/// once each has waited there.
+constexpr auto kCpuLook = std::chrono::microseconds(5);
 /// Looks at a shared-memory wait between two turns of the driver's loop (each a relax apart:
 /// well under a microsecond, so the transport, the clock and the deadlines wait no longer).
 constexpr int kQuickLooks = 16;
@@ -268,11 +263,10 @@ void Engine::look_again(WorkState& w) {
 void Engine::drive(WorkState& w) {
   if (w.status != WorkState::Status::pending) return;
   const auto spin = spin_.current();
-  const auto relax = oversubscribed ? std::chrono::microseconds(0) : spin_.setting();
-  // The windows open at the first look that leaves the operation pending (most short ones end
-  // at it: no clock read then).
-  Clock::time_point relax_end{}, spin_end{}, next_yield{};
-  bool windows_open = false;
+  // The spin window opens at the first look that leaves the operation pending (most short ones
+  // end at it: no clock read then).
+  Clock::time_point spin_end{};
+  bool window_open = false, handed_over = false;
   std::optional<Clock::time_point> slept_since;
   while (w.status == WorkState::Status::pending) {
     const uint64_t resumed_before = comm::Task::resumptions_on_this_thread();
@@ -282,30 +276,20 @@ void Engine::drive(WorkState& w) {
     auto now = Clock::now();
     // The spin window restarts whenever the transport moved or a task advanced (it may have
     // copied or reduced a large block and then published a flag the peers wait on).
-    if (!windows_open || moved || comm::Task::resumptions_on_this_thread() != resumed_before) {
-      windows_open = true;
-      relax_end = now + relax;
+    if (!window_open || moved || comm::Task::resumptions_on_this_thread() != resumed_before) {
+      window_open = true;
       spin_end = now + spin;
-      next_yield = now + kRelaxedYield;
     }
-    // Past the setting, the spin the budget added yields the core at every turn: where ranks
-    // outnumber cores, the peer being waited for may need it (a spin that held it made 4 ranks
-    // on 2 cores 8x slower over UCX); where they do not, the yield returns at once. Inside the
-    // setting it yields every kRelaxedYield, for ranks that had cores of their own at set-up
-    // and that the scheduler put on one since; once yields ran other tasks, at every turn for
-    // kSharedCoreYields.
     if (now < spin_end) {
-      if (now < relax_end && now < next_yield && now >= core_shared_until_) {
-        look_again(w);
-      } else {
+      if (now >= next_cpu_look_) {
+        peer_on_this_cpu_ = transport_->peer_on_cpu(sched_getcpu());
+        next_cpu_look_ = now + kCpuLook;
+      }
+      if (peer_on_this_cpu_) {
+        handed_over = true;
         sched_yield();
-        // Where every turn yields anyway (relax 0: ranks outnumber cores), no clock read.
-        if (relax.count() > 0) {
-          const auto back = Clock::now();
-          long_yields_ = back - now > kYieldRanAnother ? long_yields_ + 1 : 0;
-          if (long_yields_ >= kSharedCoreEvidence) core_shared_until_ = back + kSharedCoreYields;
-          next_yield = back + kRelaxedYield;
-        }
+      } else {
+        look_again(w);
       }
       continue;
     }
@@ -318,9 +302,7 @@ void Engine::drive(WorkState& w) {
     if (w.status != WorkState::Status::pending || arrived ||
         comm::Task::resumptions_on_this_thread() != resumed_before_look) {
       transport_->mark_asleep(false);
-      relax_end = now + relax;
       spin_end = now + spin;
-      next_yield = now + kRelaxedYield;
       continue;
     }
     if (!slept_since) slept_since = now;
@@ -328,11 +310,10 @@ void Engine::drive(WorkState& w) {
     transport_->wait_for_activity(std::clamp(left, std::chrono::microseconds(1), std::chrono::microseconds(1000)));
   }
   if (slept_since) {
-    const auto end = Clock::now();
-    const WaiterCore core = oversubscribed || end < core_shared_until_ ? WaiterCore::shared
-                            : cores_to_spare                           ? WaiterCore::own_with_spare
-                                                                       : WaiterCore::own_none_spare;
-    spin_.after_sleep(end - *slept_since, core);
+    const WaiterCore core = oversubscribed || handed_over ? WaiterCore::shared
+                            : cores_to_spare              ? WaiterCore::own_with_spare
+                                                          : WaiterCore::own_none_spare;
+    spin_.after_sleep(Clock::now() - *slept_since, core);
   }
 }
 

@@ -32,13 +32,12 @@
 // timed calls, was not measured. Ranks bound one to a core (Open MPI's default at 2 ranks) leave
 // none to spare and get the 10 ms spin; not measured on the Xeon.
 //
-// Where ranks outnumber cores, or yields found this core shared (Engine::drive), a wait that
-// outlasted kMaxSpin (the peers were really busy, maybe on this core) halves the budget back
-// toward the setting.
+// Where ranks outnumber cores, or a peer ran on this core during the wait (Engine::drive), a
+// wait that outlasted kMaxSpin (the peers were really busy, maybe on this core) halves the
+// budget back toward the setting.
 //
-// SEAM_SPIN_US=0 never spins. The part beyond the setting yields the core at every turn
-// (Engine::drive), so ranks that share cores do not hold them; the setting's part yields every
-// 5 us, and at every turn for a while once yields let other tasks run.
+// SEAM_SPIN_US=0 never spins. A spin yields the core at every turn while a peer last ran on it,
+// and never to other tasks (Engine::drive).
 #pragma once
 
 #include <algorithm>
@@ -68,9 +67,6 @@ class SpinBudget {
       : setting_(setting), current_(setting) {}
   /// How long to busy-poll now.
   std::chrono::microseconds current() const { return current_; }
-  /// SEAM_SPIN_US: the part of the spin that polls, yielding the core only every few
-  /// microseconds (Engine::drive).
-  std::chrono::microseconds setting() const { return setting_; }
   /// After a wait that slept: `slept` from the first sleep to the wait's end (the wait lasted
   /// the spin and that), on `core`.
   void after_sleep(std::chrono::nanoseconds slept, WaiterCore core) {

@@ -245,6 +245,36 @@ TEST_CASE("shm: a sleeper rung before its last look is still woken by the next p
   CHECK(slept < 0.040);
 }
 
+TEST_CASE("shm: a rank finds the peers that last ran on its CPU, and no others") {
+  // The CPU numbers are the callers' (a waiting rank passes sched_getcpu()); each call records
+  // the caller's in turn. Rank 2 never calls: unknown, never a match (not even for CPU 0).
+  std::barrier step(3);
+  std::vector<int> answers(8, -1);
+  on_threads(Kind::shm, 3, 64 * 1024, [&](int rank, transport::Transport& t) {
+    auto ask = [&](int slot, int cpu) { answers[static_cast<size_t>(slot)] = t.peer_on_cpu(cpu); };
+    if (rank == 0) ask(0, 0);  // nobody recorded yet
+    step.arrive_and_wait();
+    if (rank == 1) ask(1, 3);  // rank 0 is on 0
+    step.arrive_and_wait();
+    if (rank == 0) ask(2, 3);  // rank 1 is on 3: it moved here
+    step.arrive_and_wait();
+    if (rank == 1) ask(3, 5);  // rank 0 is on 3 now
+    step.arrive_and_wait();
+    if (rank == 0) ask(4, 1);  // rank 1 on 5
+    step.arrive_and_wait();
+    if (rank == 1) ask(5, 1);  // rank 0 moved to 1 too
+    step.arrive_and_wait();
+    if (rank == 2) ask(6, -1);  // a caller that cannot tell its CPU hands the core over
+  });
+  CHECK(answers[0] == 0);
+  CHECK(answers[1] == 0);
+  CHECK(answers[2] == 1);
+  CHECK(answers[3] == 0);
+  CHECK(answers[4] == 0);
+  CHECK(answers[5] == 1);
+  CHECK(answers[6] == 1);
+}
+
 TEST_CASE("shm: a dead peer fails pending requests naming its rank and pid, within milliseconds") {
   // Two processes bootstrapped through the TCP store.
   const std::string addr = "127.0.0.1:" + std::to_string(seam::test::listen_port());

@@ -26,13 +26,16 @@ void usage(const char* program) {
   std::fprintf(stderr,
                "usage: %s [-b minbytes] [-e maxbytes] [-f stepfactor] [-n iters] [-w warmup]\n"
                "          [-c 0|1] [-d float|half|bfloat16|double|int32] [-o sum|max|min]\n"
-               "          [-R 0|1] [-H 0|1] [-P 0|1] [-h]\n"
+               "          [-R 0|1] [-H 0|1] [-P 0|1] [-L 0|1] [-h]\n"
                "  sizes take K, M, G suffixes; defaults -b 32M -e 32M -f 2 -n 20 -w 5 -c 1\n"
                "  -d float -o sum -R 0. -R 1 allocates the buffers in SharedHostMemory (as\n"
                "  nccl-tests' -R registers them). -H 1 puts plain buffers on transparent huge\n"
                "  pages (seam::Pages::huge). Under mpirun each row is also timed with the\n"
-               "  MPI library, on the same buffers. -P 1 moves every rank onto one CPU after\n"
-               "  the set-up (as a scheduler may put unpinned ranks).\n",
+               "  MPI library, on the same buffers. -P 1 moves each rank onto the lowest CPU\n"
+               "  it may run on after the set-up: one CPU for all where the launcher did not\n"
+               "  bind them (mpirun --bind-to none), as a scheduler may put unpinned ranks.\n"
+               "  -L 1 runs a busy thread beside each rank while the rows are timed (a machine\n"
+               "  whose cores also run other work), for both libraries.\n",
                program);
 }
 
@@ -43,7 +46,7 @@ std::optional<PerfArgs> parse_perf_args(int argc, char** argv, const char* progr
   ok = true;
   try {
     int opt;
-    while ((opt = getopt(argc, argv, "b:e:f:n:w:c:d:o:R:H:P:h")) != -1) {
+    while ((opt = getopt(argc, argv, "b:e:f:n:w:c:d:o:R:H:P:L:h")) != -1) {
       switch (opt) {
         case 'b': a.min_bytes = parse_bytes(optarg); break;
         case 'e': a.max_bytes = parse_bytes(optarg); break;
@@ -56,6 +59,9 @@ std::optional<PerfArgs> parse_perf_args(int argc, char** argv, const char* progr
           a.huge_pages = std::stoi(optarg) != 0;
           break;
         case 'P': a.pile_up = std::stoi(optarg) != 0; break;
+        case 'L':
+          a.busy_load = std::stoi(optarg) != 0;
+          break;
         case 'd': {
           auto d = parse_dtype(optarg);
           if (!d) throw std::invalid_argument(std::string("unknown datatype: ") + optarg);

@@ -1,4 +1,4 @@
-// nccl-tests' command line: -b -e -f -n -w -c -d -o -R, and -h; and -H, -P.
+// nccl-tests' command line: -b -e -f -n -w -c -d -o -R, and -h; and -H, -P, -L.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +20,7 @@ struct PerfArgs {
   bool shared_memory = false;   ///< -R 1: buffers in SharedHostMemory (zero-copy schedules)
   bool huge_pages = false;      ///< -H 1: plain buffers on transparent huge pages
   bool pile_up = false;         ///< -P 1: every rank moved onto one CPU after the set-up
+  bool busy_load = false;       ///< -L 1: a busy thread beside each rank for the timed rows
 };
 
 /// Parses the flags; prints usage and returns nullopt on -h or a bad flag (`ok` tells which).

@@ -17,6 +17,7 @@
 #include "runtime/collectives/schedules.h"
 #include "runtime/collectives/shm_tuner.h"
 #include "runtime/comm/host_steal.h"
+#include "tools/perf/busy_load.h"
 #include "tools/perf/membw.h"
 #include "tools/perf/mpi_baseline.h"
 #include "tools/perf/perf_args.h"
@@ -144,6 +145,8 @@ class Driver {
   double run() {
     membw_ = measure_copy_bandwidth(comm_);
     if (a_.pile_up) piled_on_ = pile_up_on_one_cpu(comm_);
+    std::optional<BusyLoad> load;  // started after any pile-up, so it shares the rank's CPUs
+    if (a_.busy_load) load.emplace();
     if (rank_ == 0) print_header();
     double wrong = 0;
     const size_t es = dtype_size(a_.dtype);
@@ -241,8 +244,14 @@ class Driver {
                 "the out-of-place time\n",
                 a_.iters, a_.warmup, settled_warmup(a_.warmup), a_.check ? 1 : 0);
     if (a_.pile_up)
-      std::printf("# -P 1: every rank's threads moved onto CPU %d after the set-up (-1: could not)\n",
-                  piled_on_);
+      std::printf(
+          "# -P 1: every rank's threads moved onto the lowest CPU each may run on after "
+          "the set-up (rank 0: CPU %d; -1: could not)\n",
+          piled_on_);
+    if (a_.busy_load)
+      std::printf(
+          "# -L 1: a busy thread beside each rank, on the CPUs it may run on, while the "
+          "rows ran (both libraries)\n");
     std::printf(
         "# sleeps: how often the calling thread slept per out-of-place call, the mean over the "
         "timed calls on the rank where it was highest (voluntary context switches: the waits' "

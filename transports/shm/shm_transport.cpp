@@ -61,7 +61,8 @@ struct alignas(64) RankArea {
   char pad0[60];
   std::atomic<uint32_t> sleeping;  // 1 from the driver's last look (mark_asleep) or from
                                    // wait_for_activity, until it returns
-  char pad1[60];
+  std::atomic<int32_t> cpu;        // the CPU the rank last waited on, plus one (0: not yet)
+  char pad1[56];
 };
 
 struct alignas(64) RingControl {
@@ -662,6 +663,16 @@ class ShmTransportImpl final : public ShmTransport {
     std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with mark_asleep's
     for (int r : world_ranks)
       if (r != rank_ && is_local(r)) ring_if_asleep(*peer(r).area);
+  }
+
+  bool peer_on_cpu(int cpu) override {
+    if (cpu < 0) return true;
+    // Written only when the rank moved: the line stays shared in the peers' caches.
+    if (my_area_->cpu.load(std::memory_order_relaxed) != cpu + 1)
+      my_area_->cpu.store(cpu + 1, std::memory_order_relaxed);
+    for (size_t i = 0; i < peers_.size(); ++i)
+      if (i != me_ && peers_[i].area->cpu.load(std::memory_order_relaxed) == cpu + 1) return true;
+    return false;
   }
 
   void notify(int world_rank) override {
