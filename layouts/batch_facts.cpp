@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "layouts/batch_facts.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "layouts/config.h"
 
 #include <cstdlib>
@@ -70,6 +71,15 @@ Config Config::from_env() {
       c.reduce_isa != "avx512" && c.reduce_isa != "avx512bf16")
     throw ValueError("SEAM_REDUCE_ISA must be generic, avx2, avx512 or avx512bf16, got '" +
                      c.reduce_isa + "'");
+  c.cuda_algorithm = env_string("SEAM_CUDA_ALGO", "");
+  if (!c.cuda_algorithm.empty() && c.cuda_algorithm != "one_shot" && c.cuda_algorithm != "two_shot")
+    throw ValueError("SEAM_CUDA_ALGO must be one_shot or two_shot, got '" + c.cuda_algorithm + "'");
+  c.cuda_workspace_mb = env_int("SEAM_CUDA_WORKSPACE_MB", c.cuda_workspace_mb);
+  if (c.cuda_workspace_mb < 1 || c.cuda_workspace_mb > 4096)
+    throw ValueError("SEAM_CUDA_WORKSPACE_MB must be 1 to 4096, got " + std::to_string(c.cuda_workspace_mb));
+  c.cuda_peer = env_string("SEAM_CUDA_PEER", c.cuda_peer);
+  if (c.cuda_peer != "auto" && c.cuda_peer != "off")
+    throw ValueError("SEAM_CUDA_PEER must be auto or off, got '" + c.cuda_peer + "'");
   c.pmix_namespace = env_string("PMIX_NAMESPACE", "");
   return c;
 }
@@ -104,6 +114,9 @@ std::vector<std::string> Config::describe() const {
       "SEAM_HELPER_THREADS=" +
           (helper_threads < 0 ? std::string("-1 (automatic)") : std::to_string(helper_threads)),
       "SEAM_REDUCE_ISA=" + (reduce_isa.empty() ? std::string("best") : reduce_isa),
+      "SEAM_CUDA_ALGO=" + (cuda_algorithm.empty() ? std::string("auto") : cuda_algorithm),
+      "SEAM_CUDA_WORKSPACE_MB=" + std::to_string(cuda_workspace_mb),
+      "SEAM_CUDA_PEER=" + cuda_peer,
   };
 }
 

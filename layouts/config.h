@@ -49,6 +49,15 @@ struct Config {
   /// avx2, avx512 or avx512bf16 (a cap: a CPU without it uses the best it has), to compare sets
   /// or keep off AVX-512; "" = the best this CPU has [""]
   std::string reduce_isa;
+  /// SEAM_CUDA_ALGO: one device all-reduce algorithm for every call, "one_shot" or "two_shot";
+  /// "" = the selection table [""]
+  std::string cuda_algorithm;
+  /// SEAM_CUDA_WORKSPACE_MB: each rank's peer-mapped device workspace; larger calls run in steps
+  /// of it [32]
+  int64_t cuda_workspace_mb = 32;
+  /// SEAM_CUDA_PEER: "auto" (peer memory where every GPU reaches every other, else staging through
+  /// host memory) or "off" (always stage) [auto]
+  std::string cuda_peer = "auto";
   // Set by the launcher, not by the user (read here so this stays the one place env is read).
   std::string pmix_namespace;  ///< PMIX_NAMESPACE: non-empty when started by a PMIx server (mpirun)
 

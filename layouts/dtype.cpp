@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "layouts/dtype.h"
 
 #include <algorithm>

@@ -1,43 +1,33 @@
-// The fused one-shot all-reduce + residual add + RMSNorm over peer-mapped buffers (what CUDA IPC
-// gives a node's ranks): every rank reads every peer's partial directly, sums them in rank order in
-// FP32, rounds the sum to the activation dtype, adds its residual and normalises — the same result
-// as an unfused all-reduce followed by add_rms_norm. Ranks meet at a start barrier (every partial
-// written) and an end barrier (no partial overwritten while a peer still reads it) on signal
-// buffers each rank maps from every peer.
+// The fused all-reduce + residual add + RMSNorm over peer-mapped workspaces: each block copies its
+// rows of this rank's partial into the rank's workspace, the ranks meet (PeerSync), every block
+// sums its rows' partials from every workspace in rank order in FP32, rounds the sum to the
+// activation dtype, adds the residual and normalises — the same bits as an all-reduce followed by
+// add_rms_norm — and the ranks meet again before a workspace is reused.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
-#include <cstdint>
+#include <cstddef>
 
+#include "kernels/cuda/peer_sync.h"
 #include "kernels/norm/rms_norm.h"
+#include "kernels/quant/norm_quant.h"
 #include "layouts/tensor.h"
 
 namespace seam::kernels::cuda {
 
-inline constexpr int kMaxPeers = 8;
-inline constexpr int kMaxBarrierBlocks = 132;
-
-/// One rank's barrier slots, allocated in device memory, zeroed once, and mapped into every peer.
-struct PeerSignal {
-  uint32_t start[kMaxBarrierBlocks][kMaxPeers];
-  uint32_t end[kMaxBarrierBlocks][kMaxPeers];
+/// Every rank's workspace data area, mapped here, and where this call's rows start in it
+/// (elements); rows are stored contiguously (cols apart).
+struct RowWorkspaces {
+  void* ws[kMaxRanks] = {};
+  size_t offset = 0;
 };
 
-/// Where every rank's partial and signal lie in this rank's address space.
-struct PeerBuffers {
-  const void* partials[kMaxPeers] = {};  ///< rank i's partial (rows x cols, row_stride as `layout`)
-  PeerSignal* signals[kMaxPeers] = {};   ///< rank i's signal slots
-  int world = 0;
-  int rank = 0;
-};
-
-/// residual := round(Σ partials) + residual (rounded, in place); out := RMSNorm of the FP32 sum.
-/// `layout` gives dtype, rows, cols and row_stride of every partial (its data pointer is unused).
-/// `epoch` must differ from the previous call's (a per-communicator counter). Collective: every
-/// rank of `peers` launches it with the same epoch and shape.
-cudaError_t one_shot_all_reduce_add_rms_norm(const PeerBuffers& peers, const Tensor& layout, const Tensor& residual,
-                                             const RmsNormSpec& norm, const Tensor& out, uint32_t epoch,
-                                             cudaStream_t stream);
+/// residual := round(Σ partials) + residual (rounded, in place); out := RMSNorm of the FP32 sum,
+/// or its per-token FP8 read where fp8_out is given (then `out` is ignored). Collective: every rank
+/// of `sync` launches it with the same shape and `blocks`. The workspace must hold rows x cols.
+cudaError_t all_reduce_add_rms_norm(const RowWorkspaces& ws, const PeerSync& sync, int blocks, const Tensor& partial,
+                                    const Tensor& residual, const RmsNormSpec& norm, const Tensor* out,
+                                    const Fp8Rows* fp8_out, cudaStream_t stream);
 
 }  // namespace seam::kernels::cuda

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "kernels/norm/elementwise.h"
 
 #include <cstring>

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "kernels/norm/hyper_connection.h"
 
 #include <string>

@@ -4,6 +4,8 @@
 // to an emitter that stores it (rounded output, or FP8 with a per-token scale).
 #pragma once
 
+#include <cstdint>
+
 #include <cmath>
 #include <span>
 #include <vector>

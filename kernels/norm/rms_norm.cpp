@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "kernels/norm/rms_norm.h"
 
 #include <atomic>

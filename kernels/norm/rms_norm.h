@@ -6,6 +6,8 @@
 // residual. w is the weight in FP32, or (1 + weight) in FP32 for the Gemma form.
 #pragma once
 
+#include <cstdint>
+
 #include <span>
 
 #include "layouts/tensor.h"

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "kernels/quant/norm_quant.h"
 
 #include <algorithm>

@@ -7,6 +7,7 @@
 // MPI itself with its own thread level, would then conflict with us. With PMIx, Seam never links
 // MPI, and engines (or our benchmarks) that use MPI themselves are unaffected: PMIx_Init is
 // reference-counted and shares the launcher's connection with MPI's own PMIx client.
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>

@@ -3,6 +3,8 @@
 // holds no norm, no tensors and no plan; make_stages() connects declarations and builds plans.
 #pragma once
 
+#include <cstdint>
+
 #include <functional>
 #include <memory>
 #include <optional>

@@ -4,6 +4,8 @@
 // finish() applies exactly what compute saw.
 #pragma once
 
+#include <cstdint>
+
 #include <optional>
 #include <string>
 

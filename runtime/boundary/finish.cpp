@@ -1,5 +1,6 @@
 // StageRunner's producer half: publishing outputs (PARTIAL finish, exit scopes and their finish,
 // postprocess) and pipeline reception. Every completion applies a decision made before compute.
+#include <cstdint>
 #include "kernels/norm/elementwise.h"
 #include "layouts/errors.h"
 #include "runtime/boundary/rows/cp_moves.h"

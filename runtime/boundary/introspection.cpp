@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/boundary/introspection.h"
 
 #include <sstream>

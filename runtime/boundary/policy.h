@@ -3,6 +3,7 @@
 // architecture before construction. Engines register their own architectures.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>

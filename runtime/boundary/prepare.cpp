@@ -1,5 +1,6 @@
 // StageRunner's consumer half: binding checks, path selection (§4.2 "bound prepare") and the
 // execution of one EntryStep (§2.7) on the residual stream and the row moves.
+#include <cstdint>
 #include <algorithm>
 #include <string>
 

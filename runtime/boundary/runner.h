@@ -8,6 +8,8 @@
 // The guide's StageBoundary methods live here; StageBoundary itself stays the pure plan.
 #pragma once
 
+#include <cstdint>
+
 #include <functional>
 #include <memory>
 #include <optional>

@@ -3,6 +3,8 @@
 // construction; execution switches on them, nothing is looked up per forward.
 #pragma once
 
+#include <cstdint>
+
 #include <optional>
 #include <string>
 

@@ -3,6 +3,8 @@
 // residual and gathered, then each half is sliced again.
 #pragma once
 
+#include <cstdint>
+
 #include "layouts/batch_facts.h"
 #include "layouts/topology.h"
 

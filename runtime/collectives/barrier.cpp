@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/collectives/collectives.h"
 #include "runtime/collectives/receive.h"
 #include "runtime/collectives/selection.h"

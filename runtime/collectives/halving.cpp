@@ -5,6 +5,7 @@
 // ranks, where the ring pays its steps' latency and direct sends the whole buffer to everyone.
 // A count of ranks that is not a power of two first folds the surplus: ranks 2i and 2i+1 for
 // i < n - p combine onto 2i+1, which takes part for both and hands 2i the result at the end.
+#include <cstdint>
 #include <algorithm>
 #include <cstring>
 #include <vector>

@@ -7,6 +7,7 @@
 // and the rest moves through shared memory. Open MPI's HAN and NCCL's trees over NVLink and the
 // network split the work the same way. The all-reduce also runs on uneven hosts, in as many
 // shares as the smallest host has ranks.
+#include <cstdint>
 #include <algorithm>
 #include <cstring>
 #include <map>

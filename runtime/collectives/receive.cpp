@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/collectives/receive.h"
 
 #include <string>

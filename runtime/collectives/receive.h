@@ -3,6 +3,8 @@
 // sizes, not a silent truncation.
 #pragma once
 
+#include <cstdint>
+
 #include <cstddef>
 #include <span>
 #include <string_view>

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include <algorithm>
 #include <cstring>
 #include <numeric>

@@ -8,6 +8,7 @@
 // to run at the same time as another; so do those of two ranks that may not read each other's
 // memory (the gather's single-copy schedule is what makes them worth the region). Where ranks
 // may part between messages and the gather, a marker message tells them apart (shm_broadcast).
+#include <cstdint>
 #include <algorithm>
 #include <cstring>
 #include <exception>

@@ -6,6 +6,7 @@
 // data stays in cache between the copy-in and the reads. Large calls skip the slots where the
 // ranks may read each other's memory and that measured faster (shm_single_copy.h; see
 // choose_schedule and shm_tuner.h), and calls on SharedHostMemory take shm_zero_copy.h.
+#include <cstdint>
 #include <algorithm>
 #include <cstring>
 #include <numeric>

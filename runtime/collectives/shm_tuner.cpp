@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/collectives/shm_tuner.h"
 
 #include <algorithm>

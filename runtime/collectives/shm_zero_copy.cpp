@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/collectives/shm_zero_copy.h"
 
 #include <algorithm>

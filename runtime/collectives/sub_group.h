@@ -2,6 +2,8 @@
 // two-level (hierarchical) schedules run on.
 #pragma once
 
+#include <cstdint>
+
 #include <string_view>
 #include <vector>
 

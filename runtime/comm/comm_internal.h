@@ -121,6 +121,11 @@ class Engine {
   /// sequence number with one still outstanding (their messages could not be told apart).
   void check_sequence_room(uint32_t ctx, uint32_t next_seq) const;
   bool aborted() const { return !abort_reason_.empty(); }
+  /// Aborts for a failure found outside the engine (a device call's): as a failed operation does.
+  void abort_external(const std::string& reason, int peer) { abort(reason, peer); }
+  /// Why the engine aborted, and the world rank it names (-1: none).
+  const std::string& abort_reason() const { return abort_reason_; }
+  int abort_peer() const { return abort_peer_; }
 
   uint32_t next_context() const { return next_ctx_; }
   void reserve_contexts(uint32_t up_to_exclusive);

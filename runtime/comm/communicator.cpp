@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/comm/communicator.h"
 
 #include <sched.h>

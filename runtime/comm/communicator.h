@@ -8,6 +8,8 @@
 // communicator is aborted: later calls fail at once.
 #pragma once
 
+#include <cstdint>
+
 #include <cstddef>
 #include <memory>
 #include <span>

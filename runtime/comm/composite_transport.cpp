@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/comm/composite_transport.h"
 
 #include <poll.h>

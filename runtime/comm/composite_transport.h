@@ -1,6 +1,8 @@
 // Shared memory to the peers on this host, UCX to the others: one Transport routing by peer.
 #pragma once
 
+#include <cstdint>
+
 #include <atomic>
 #include <condition_variable>
 #include <memory>

@@ -1,6 +1,7 @@
 // The driver: runs every outstanding operation's Task in the caller's thread, in issue order,
 // with transport progress between steps; spins (see spin_budget.h), then sleeps on the
 // transport's event in slices of at most 1 ms; enforces each operation's deadline.
+#include <cstdint>
 #include <sched.h>
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/comm/host_steal.h"
 
 #include <fstream>

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/residual/capture.h"
 
 #include "kernels/norm/elementwise.h"

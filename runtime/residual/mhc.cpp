@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/residual/mhc.h"
 
 #include <algorithm>

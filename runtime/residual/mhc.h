@@ -6,6 +6,8 @@
 // post at the producer — on the last layer contracting the streams back to one hidden state.
 #pragma once
 
+#include <cstdint>
+
 #include <vector>
 
 #include "runtime/residual/update_read.h"

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/residual/microbatch.h"
 
 #include <string>

@@ -4,6 +4,8 @@
 // parent's pending contribution. Interleaved microbatches never share a stream.
 #pragma once
 
+#include <cstdint>
+
 #include <span>
 
 #include "runtime/residual/forward_batch.h"

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/residual/norm.h"
 
 #include "layouts/errors.h"

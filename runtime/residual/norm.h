@@ -3,6 +3,8 @@
 // call (a layer calls each norm once per forward); the workspace grows on demand and is reused.
 #pragma once
 
+#include <cstdint>
+
 #include "kernels/norm/rms_norm.h"
 #include "kernels/quant/norm_quant.h"
 #include "layouts/tensor.h"

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/residual/owned_tensor.h"
 
 #include "kernels/norm/elementwise.h"

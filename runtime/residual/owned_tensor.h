@@ -2,6 +2,8 @@
 // sum returns (storage nothing else writes).
 #pragma once
 
+#include <cstdint>
+
 #include "layouts/tensor.h"
 
 namespace seam::residual {

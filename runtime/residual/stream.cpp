@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/residual/stream.h"
 
 #include <atomic>

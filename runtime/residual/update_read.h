@@ -5,6 +5,8 @@
 // or per layer (MHC, whose read and update share coefficient state).
 #pragma once
 
+#include <cstdint>
+
 #include <string>
 
 #include "layouts/tensor.h"

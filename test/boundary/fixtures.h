@@ -2,6 +2,8 @@
 // stage (as independent layers or pipeline ranks would), batches.
 #pragma once
 
+#include <cstdint>
+
 #include <functional>
 #include <string_view>
 #include <vector>

@@ -3,6 +3,8 @@
 // stacks that need their own driver (LongCat's shortcut, MHC).
 #pragma once
 
+#include <cstdint>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

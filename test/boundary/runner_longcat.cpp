@@ -1,4 +1,5 @@
 // LongCat's shortcut through StageRunner (see runner_harness.h).
+#include <cstdint>
 #include "kernels/norm/elementwise.h"
 #include "runtime/boundary/factories.h"
 #include "runtime/boundary/rows/tensor_collectives.h"

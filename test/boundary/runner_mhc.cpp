@@ -1,4 +1,5 @@
 // MHC stacks through StageRunner (see runner_harness.h).
+#include <cstdint>
 #include "kernels/norm/elementwise.h"
 #include "runtime/boundary/factories.h"
 #include "runtime/boundary/rows/tensor_collectives.h"

@@ -5,6 +5,7 @@
 // (no parallelism) for its replica's tokens.
 //
 //   mpirun -n 4 test_stage_runner
+#include <cstdint>
 #include <algorithm>
 #include <string>
 #include <vector>

@@ -1,6 +1,7 @@
 // StageRunner misuse on one rank (§4.7 stage and consumer-step errors): each raises the guide's
 // message before touching the stream's work; exit flags are restored when compute throws; branch
 // transport on ordinary rows only; what pipeline reception reads from the wire.
+#include <cstdint>
 #include <doctest/doctest.h>
 
 #include <stdexcept>

@@ -10,6 +10,7 @@
 // --straddle ROOT PEER (counts of floats), the root's and its peers' counts lie on both sides of
 // the size that parts messages from the shared-memory gather: every rank fails at once and the
 // communicator aborts (the ranks wait for one another otherwise).
+#include <cstdint>
 #include <unistd.h>
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "test/collectives/loopback_ranks.h"
 
 #include <chrono>

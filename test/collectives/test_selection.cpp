@@ -1,5 +1,6 @@
 // Algorithm selection with the built-in thresholds (this test runs without SEAM_ALGO and
 // SEAM_SMALL_MSG_BYTES), and the small helpers the schedules share (peer order, block offsets).
+#include <cstdint>
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -1,4 +1,5 @@
 // The host-steal arithmetic (/proc/stat's ticks) and the judgement that stands helpers down.
+#include <cstdint>
 #include <doctest/doctest.h>
 
 #include "runtime/collectives/steal_watch.h"

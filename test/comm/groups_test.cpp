@@ -3,6 +3,7 @@
 // (their messages must never match each other's; waiting on a later one must not deadlock an
 // earlier one). Over hosts (SEAM_HOSTNAME set per rank), a split by host reports the shm
 // transport: its collectives run out of shared memory.
+#include <cstdint>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

@@ -1,4 +1,5 @@
 // FP8 E4M3 conversion and the per-token quantised norm read.
+#include <cstdint>
 #include <doctest/doctest.h>
 
 #include <cmath>

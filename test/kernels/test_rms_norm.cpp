@@ -1,4 +1,5 @@
 // add + RMSNorm kernels against the reference order of §5.2 (test/kernels/norm_reference.h).
+#include <cstdint>
 #include <doctest/doctest.h>
 
 #include "kernels/norm/rms_norm.h"

@@ -1,5 +1,6 @@
 // Config::from_env: defaults, the automatic/never/size settings, and malformed values rejected
 // with the variable's name.
+#include <cstdint>
 #include <doctest/doctest.h>
 #include <stdlib.h>
 

@@ -2,6 +2,8 @@
 // its runs, and small updates/reads that record what the stream asked of them.
 #pragma once
 
+#include <cstdint>
+
 #include <doctest/doctest.h>
 
 #include <string>

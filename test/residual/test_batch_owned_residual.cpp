@@ -1,5 +1,6 @@
 // test_batch_owned_residual (§8): the ForwardBatch owns its stream; start, the final norm, pipeline
 // export and take_output release it; split prefill keeps it between segments.
+#include <cstdint>
 #include <doctest/doctest.h>
 
 #include "runtime/residual/add_norm.h"

@@ -1,4 +1,5 @@
 // test_residual_stream (§8): the stream's state machine, owed work, identity checks and helpers.
+#include <cstdint>
 #include <doctest/doctest.h>
 
 #include "runtime/residual/add_norm.h"

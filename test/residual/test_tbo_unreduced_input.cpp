@@ -1,5 +1,6 @@
 // test_tbo_unreduced_input (§8): TBO entry completes the parent's owed sum before splitting; each
 // microbatch owns its contribution; the merge restores the parent's output, residual and update.
+#include <cstdint>
 #include <doctest/doctest.h>
 
 #include "runtime/residual/add_norm.h"

@@ -1,6 +1,7 @@
 // The update/read math of §5 through the stream (the numeric part of test_declared_decoder_boundary):
 // the plain add + RMSNorm read in the reference's FP32 order, the FP8 read, a nonlinear update's
 // two-step order, MHC and post-norm — each against a reference written here from the definitions.
+#include <cstdint>
 #include <doctest/doctest.h>
 
 #include <vector>

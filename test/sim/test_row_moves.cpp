@@ -5,6 +5,7 @@
 // element against a reference built locally. Values are small integers: every sum is exact.
 //
 //   mpirun -n 4 test_row_moves --attn-dp 2 [--attn-cp 1] [--pp 1]
+#include <cstdint>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

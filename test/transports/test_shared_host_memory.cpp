@@ -1,5 +1,6 @@
 // SharedHostMemory's handles: which ranges they name, and that mapping one (as a peer would, here
 // from this very process) reaches the same bytes; plus the kernel-copy probe's range.
+#include <cstdint>
 #include <doctest/doctest.h>
 #include <unistd.h>
 

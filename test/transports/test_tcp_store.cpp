@@ -1,5 +1,6 @@
 // The TCP store: set/wait, timeouts, the all-gather bootstrap on threads, and rejection of peers
 // without the job token or with malformed / oversized messages (sent from a raw socket).
+#include <cstdint>
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <netinet/in.h>

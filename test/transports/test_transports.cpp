@@ -1,5 +1,6 @@
 // The shared-memory transport on threads (framing, matching, streaming, errors) and on forked
 // processes (a dead peer fails pending requests, naming it).
+#include <cstdint>
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/wait.h>

@@ -1,6 +1,8 @@
 // An AddressExchange for threads of one process acting as ranks (unit tests).
 #pragma once
 
+#include <cstdint>
+
 #include <condition_variable>
 #include <mutex>
 #include <string>

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/reduce/reduce.h"
@@ -15,10 +16,53 @@ namespace {
 
 void section(const char* name) { std::printf("\n%s\n", name); }
 
-/// The CUDA driver and its GPUs, through libcuda (dlopen: seam_info runs where CUDA is absent).
+/// The CUDA driver's entry points seam_info uses, looked up in libcuda (dlopen: seam_info runs
+/// where CUDA is absent, and lists the GPUs whether or not this build has the device path).
+struct CudaDriver {
+  int (*init)(unsigned) = nullptr;
+  int (*version)(int*) = nullptr;
+  int (*count)(int*) = nullptr;
+  int (*get)(int*, int) = nullptr;
+  int (*name)(char*, int, int) = nullptr;
+  int (*total_mem)(size_t*, int) = nullptr;
+  int (*attribute)(int*, int, int) = nullptr;
+  int (*can_access_peer)(int*, int, int) = nullptr;
+
+  explicit CudaDriver(void* lib) {
+    auto find = [lib](auto& fn, const char* symbol) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, symbol));
+    };
+    find(init, "cuInit");
+    find(version, "cuDriverGetVersion");
+    find(count, "cuDeviceGetCount");
+    find(get, "cuDeviceGet");
+    find(name, "cuDeviceGetName");
+    find(total_mem, "cuDeviceTotalMem_v2");
+    find(attribute, "cuDeviceGetAttribute");
+    find(can_access_peer, "cuDeviceCanAccessPeer");
+  }
+  /// A CUdevice_attribute of `dev`; -1 where it cannot be read.
+  int attr(int which, int dev) const {
+    int value = -1;
+    if (!attribute || attribute(&value, which, dev) != 0) return -1;
+    return value;
+  }
+};
+
+// CUdevice_attribute values (cuda.h), which seam_info may not have been built with.
+constexpr int kMultiprocessorCount = 16;
+constexpr int kComputeCapabilityMajor = 75;
+constexpr int kComputeCapabilityMinor = 76;
+constexpr int kVirtualMemoryManagement = 102;
+constexpr int kPosixFdHandles = 103;
+
+const char* yes_no(int value) { return value > 0 ? "yes" : value == 0 ? "no" : "?"; }
+
+/// The CUDA driver, its GPUs, the peer-access matrix and whether the peer-memory transport
+/// (cuda_peer) can run: it maps peers' CUDA VMM allocations shared as POSIX file descriptors.
 void print_cuda() {
 #ifdef SEAM_HAVE_CUDA
-  std::printf("  built with CUDA:  yes\n");
+  std::printf("  built with CUDA:  yes (DeviceCommunicator, seam_cuda)\n");
 #else
   std::printf("  built with CUDA:  no\n");
 #endif
@@ -27,28 +71,69 @@ void print_cuda() {
     std::printf("  CUDA driver:      not found (no GPU support on this machine)\n");
     return;
   }
-  using InitFn = int (*)(unsigned);
-  using CountFn = int (*)(int*);
-  using VersionFn = int (*)(int*);
-  using GetFn = int (*)(int*, int);
-  using NameFn = int (*)(char*, int, int);
-  auto init = reinterpret_cast<InitFn>(dlsym(lib, "cuInit"));
-  auto count = reinterpret_cast<CountFn>(dlsym(lib, "cuDeviceGetCount"));
-  auto version = reinterpret_cast<VersionFn>(dlsym(lib, "cuDriverGetVersion"));
-  auto get = reinterpret_cast<GetFn>(dlsym(lib, "cuDeviceGet"));
-  auto name = reinterpret_cast<NameFn>(dlsym(lib, "cuDeviceGetName"));
+  CudaDriver cu(lib);
   int v = 0, n = 0;
-  if (version) version(&v);
-  if (!init || !count || init(0) != 0 || count(&n) != 0) {
+  if (cu.version) cu.version(&v);
+  if (!cu.init || !cu.count || !cu.get || cu.init(0) != 0 || cu.count(&n) != 0 || n == 0) {
     std::printf("  CUDA driver:      %d.%d, no usable device\n", v / 1000, (v % 1000) / 10);
     return;
   }
   std::printf("  CUDA driver:      %d.%d, %d device(s)\n", v / 1000, (v % 1000) / 10, n);
-  for (int d = 0; d < n && get && name; ++d) {
-    int dev = 0;
-    char buf[256] = {};
-    if (get(&dev, d) == 0 && name(buf, sizeof(buf), dev) == 0) std::printf("    cuda:%d  %s\n", d, buf);
+  std::vector<int> devs(static_cast<size_t>(n), -1);
+  bool every_gpu_maps = true;  // VMM and POSIX fd handles on every GPU
+  for (int d = 0; d < n; ++d) {
+    if (cu.get(&devs[d], d) != 0) {
+      std::printf("    cuda:%d  (cuDeviceGet failed)\n", d);
+      every_gpu_maps = false;
+      continue;
+    }
+    char name[256] = "?";
+    if (cu.name) cu.name(name, sizeof(name), devs[d]);
+    size_t bytes = 0;
+    if (cu.total_mem) cu.total_mem(&bytes, devs[d]);
+    const int vmm = cu.attr(kVirtualMemoryManagement, devs[d]);
+    const int fds = cu.attr(kPosixFdHandles, devs[d]);
+    every_gpu_maps = every_gpu_maps && vmm > 0 && fds > 0;
+    std::printf("    cuda:%d  %s, sm_%d%d, %d SMs, %.1f GiB; VMM %s, POSIX fd handles %s\n", d, name,
+                cu.attr(kComputeCapabilityMajor, devs[d]), cu.attr(kComputeCapabilityMinor, devs[d]),
+                cu.attr(kMultiprocessorCount, devs[d]), static_cast<double>(bytes) / (1 << 30),
+                yes_no(vmm), yes_no(fds));
   }
+  // Row d, column p: whether cuda:d can access cuda:p's memory.
+  bool every_pair = true;
+  if (n > 1) {
+    std::printf("  peer access (cuDeviceCanAccessPeer, row reads column):\n         ");
+    for (int p = 0; p < n; ++p) std::printf(" %3d", p);
+    std::printf("\n");
+    for (int d = 0; d < n; ++d) {
+      std::printf("    cuda:%d", d);
+      for (int p = 0; p < n; ++p) {
+        int can = 0;
+        bool known = d != p && cu.can_access_peer && devs[d] >= 0 && devs[p] >= 0 &&
+                     cu.can_access_peer(&can, devs[d], devs[p]) == 0;
+        if (d != p && !(known && can)) every_pair = false;
+        std::printf(" %3s", d == p ? "-" : known ? (can ? "yes" : "no") : "?");
+      }
+      std::printf("\n");
+    }
+  }
+  // The device communicator takes the peer path where every rank's GPU maps and reaches the
+  // others' (runtime/device); else it stages through host memory.
+  bool turned_off = false;
+  try {
+    turned_off = seam::Config::get().cuda_peer == "off";
+  } catch (const std::exception&) {
+  }
+  if (turned_off)
+    std::printf("  cuda_peer:        turned off (SEAM_CUDA_PEER=off): device collectives are staged "
+                "through host memory\n");
+  else if (every_gpu_maps && every_pair)
+    std::printf("  cuda_peer:        usable (VMM with POSIX fd handles on every GPU%s)\n",
+                n > 1 ? ", peer access between every pair" : "");
+  else
+    std::printf("  cuda_peer:        not usable among all GPUs (%s); device collectives of ranks "
+                "on GPUs without it are staged through host memory\n",
+                !every_gpu_maps ? "a GPU lacks VMM or POSIX fd handles" : "a pair lacks peer access");
 }
 
 }  // namespace

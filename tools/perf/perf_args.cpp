@@ -26,7 +26,7 @@ void usage(const char* program) {
   std::fprintf(stderr,
                "usage: %s [-b minbytes] [-e maxbytes] [-f stepfactor] [-n iters] [-w warmup]\n"
                "          [-c 0|1] [-d float|half|bfloat16|double|int32] [-o sum|max|min]\n"
-               "          [-R 0|1] [-H 0|1] [-P 0|1] [-L 0|1] [-h]\n"
+               "          [-R 0|1] [-H 0|1] [-P 0|1] [-L 0|1] [-M host|cuda] [-G calls] [-h]\n"
                "  sizes take K, M, G suffixes; defaults -b 32M -e 32M -f 2 -n 20 -w 5 -c 1\n"
                "  -d float -o sum -R 0. -R 1 allocates the buffers in SharedHostMemory (as\n"
                "  nccl-tests' -R registers them). -H 1 puts plain buffers on transparent huge\n"
@@ -35,7 +35,11 @@ void usage(const char* program) {
                "  it may run on after the set-up: one CPU for all where the launcher did not\n"
                "  bind them (mpirun --bind-to none), as a scheduler may put unpinned ranks.\n"
                "  -L 1 runs a busy thread beside each rank while the rows are timed (a machine\n"
-               "  whose cores also run other work), for both libraries.\n",
+               "  whose cores also run other work), for both libraries.\n"
+               "  -M cuda runs Seam's DeviceCommunicator on device buffers (GPU local rank %% GPU\n"
+               "  count; local rank from OMPI_COMM_WORLD_LOCAL_RANK or SEAM_LOCAL_RANK), timed\n"
+               "  with CUDA events; no MPI column. -G N (with -M cuda) captures N calls in a CUDA\n"
+               "  graph and times its launches, as nccl-tests' -G; -G 0 (default) calls directly.\n",
                program);
 }
 
@@ -46,7 +50,7 @@ std::optional<PerfArgs> parse_perf_args(int argc, char** argv, const char* progr
   ok = true;
   try {
     int opt;
-    while ((opt = getopt(argc, argv, "b:e:f:n:w:c:d:o:R:H:P:L:h")) != -1) {
+    while ((opt = getopt(argc, argv, "b:e:f:n:w:c:d:o:R:H:P:L:M:G:h")) != -1) {
       switch (opt) {
         case 'b': a.min_bytes = parse_bytes(optarg); break;
         case 'e': a.max_bytes = parse_bytes(optarg); break;
@@ -62,6 +66,15 @@ std::optional<PerfArgs> parse_perf_args(int argc, char** argv, const char* progr
         case 'L':
           a.busy_load = std::stoi(optarg) != 0;
           break;
+        case 'M':
+          if (std::string(optarg) == "host")
+            a.memory = Memory::host;
+          else if (std::string(optarg) == "cuda")
+            a.memory = Memory::cuda;
+          else
+            throw std::invalid_argument(std::string("unknown memory: ") + optarg);
+          break;
+        case 'G': a.graph_calls = std::stoi(optarg); break;
         case 'd': {
           auto d = parse_dtype(optarg);
           if (!d) throw std::invalid_argument(std::string("unknown datatype: ") + optarg);
@@ -82,6 +95,11 @@ std::optional<PerfArgs> parse_perf_args(int argc, char** argv, const char* progr
       throw std::invalid_argument("need -f > 1, -n >= 1, -w >= 0 and -b <= -e");
     if (a.shared_memory && a.huge_pages)
       throw std::invalid_argument("-R 1 and -H 1 choose different buffers: give one");
+    if (a.graph_calls < 0) throw std::invalid_argument("need -G >= 0");
+    if (a.memory == Memory::host && a.graph_calls > 0)
+      throw std::invalid_argument("-G captures device calls: it needs -M cuda");
+    if (a.memory == Memory::cuda && (a.shared_memory || a.huge_pages))
+      throw std::invalid_argument("-R 1 and -H 1 choose host buffers: not with -M cuda");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", program, e.what());
     usage(program);

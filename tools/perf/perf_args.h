@@ -1,4 +1,4 @@
-// nccl-tests' command line: -b -e -f -n -w -c -d -o -R, and -h; and -H, -P, -L.
+// nccl-tests' command line: -b -e -f -n -w -c -d -o -R -G, and -h; and -H, -P, -L, -M.
 #pragma once
 
 #include <cstddef>
@@ -7,6 +7,10 @@
 #include "layouts/dtype.h"
 
 namespace seam::perf {
+
+/// Where the buffers live (-M): host memory and the host Communicator, or CUDA device memory and
+/// a DeviceCommunicator made from it.
+enum class Memory { host, cuda };
 
 struct PerfArgs {
   size_t min_bytes = 32 << 20;  ///< -b (suffixes K, M, G)
@@ -21,6 +25,8 @@ struct PerfArgs {
   bool huge_pages = false;      ///< -H 1: plain buffers on transparent huge pages
   bool pile_up = false;         ///< -P 1: every rank moved onto one CPU after the set-up
   bool busy_load = false;       ///< -L 1: a busy thread beside each rank for the timed rows
+  Memory memory = Memory::host;  ///< -M host|cuda
+  int graph_calls = 0;          ///< -G N (cuda): N calls captured in a CUDA graph, one launch a step
 };
 
 /// Parses the flags; prints usage and returns nullopt on -h or a bad flag (`ok` tells which).

@@ -63,6 +63,27 @@ double input_value(int rank, size_t j);
 /// op over all ranks' element j.
 double reduce_over_ranks(int ranks, size_t j, ReduceOp op);
 
+/// Where one rank's calls of a row point, given its three buffers (host or device): send, recv,
+/// and the one buffer of the in-place call, by the conventions of InPlace.
+struct RowPointers {
+  const PerfCollective& c;
+  const Shape& s;
+  int rank;
+  size_t es;  ///< bytes per element
+  char* send;
+  char* recv;
+  char* shared;
+
+  const void* send_of(bool in_place) const;
+  void* recv_of(bool in_place) const;
+  /// Where this rank's input goes in the in-place buffer.
+  char* in_place_input() const;
+};
+
+/// Elements of `rank`'s result (s.recv_count of them) that are not c.expected.
+double count_wrong(const PerfCollective& c, const Shape& s, int rank, int ranks,
+                   const void* result, DType dtype, ReduceOp op);
+
 /// Runs the nccl-tests style table for `c`; returns the process exit code.
 int run_perf(int argc, char** argv, const PerfCollective& c);
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "runtime/collectives/shm_tuner.h"
 #include "runtime/comm/host_steal.h"
 #include "tools/perf/busy_load.h"
+#include "tools/perf/device_runner.h"
 #include "tools/perf/membw.h"
 #include "tools/perf/mpi_baseline.h"
 #include "tools/perf/perf_args.h"
@@ -35,6 +37,29 @@ double reduce_over_ranks(int ranks, size_t j, ReduceOp op) {
   double acc = input_value(0, j);
   for (int p = 1; p < ranks; ++p) acc = apply_reduce_op(op, acc, input_value(p, j));
   return acc;
+}
+
+const void* RowPointers::send_of(bool in_place) const {
+  if (!in_place) return send;
+  return c.in_place == InPlace::send_inside_recv ? shared + s.offsets[rank] * es : shared;
+}
+
+void* RowPointers::recv_of(bool in_place) const {
+  if (!in_place) return c.in_place == InPlace::root_sends && rank == 0 ? send : recv;
+  return c.in_place == InPlace::recv_inside_send ? shared + s.offsets[rank] * es : shared;
+}
+
+char* RowPointers::in_place_input() const {
+  return c.in_place == InPlace::send_inside_recv ? shared + s.offsets[rank] * es : shared;
+}
+
+double count_wrong(const PerfCollective& c, const Shape& s, int rank, int ranks,
+                   const void* result, DType dtype, ReduceOp op) {
+  double wrong = 0;
+  for (size_t i = 0; i < s.recv_count; ++i)
+    if (element_value(result, i, dtype) != as_element(c.expected(s, rank, ranks, i, op), dtype))
+      ++wrong;
+  return wrong;
 }
 
 namespace {
@@ -67,27 +92,19 @@ struct RowBuffers {
         es(dtype_size(a.dtype)),
         send(std::max<size_t>(s.send_count, 1) * es, a),
         recv(std::max<size_t>(s.recv_count, 1) * es, a),
-        shared(std::max<size_t>(std::max(s.send_count, s.recv_count), 1) * es, a) {
+        shared(std::max<size_t>(std::max(s.send_count, s.recv_count), 1) * es, a),
+        at{c, s, rank, es, static_cast<char*>(send.data()), static_cast<char*>(recv.data()),
+           static_cast<char*>(shared.data())} {
     for (size_t j = 0; j < s.send_count; ++j)
       set_element_value(send.data(), j, dtype, input_value(rank, j));
   }
   /// Resets the in-place buffer to this rank's input (where its convention puts it).
   void reset_in_place() {
     std::memset(shared.data(), 0xff, shared.bytes());
-    char* at = static_cast<char*>(shared.data());
-    if (c.in_place == InPlace::send_inside_recv) at += s.offsets[rank] * es;
-    std::memcpy(at, send.data(), s.send_count * es);
+    std::memcpy(at.in_place_input(), send.data(), s.send_count * es);
   }
-  const void* send_of(bool in_place) const {
-    if (!in_place) return send.data();
-    char* base = static_cast<char*>(shared.data());
-    return c.in_place == InPlace::send_inside_recv ? base + s.offsets[rank] * es : base;
-  }
-  void* recv_of(bool in_place) const {
-    if (!in_place) return c.in_place == InPlace::root_sends && rank == 0 ? send.data() : recv.data();
-    char* base = static_cast<char*>(shared.data());
-    return c.in_place == InPlace::recv_inside_send ? base + s.offsets[rank] * es : base;
-  }
+  const void* send_of(bool in_place) const { return at.send_of(in_place); }
+  void* recv_of(bool in_place) const { return at.recv_of(in_place); }
 
   const PerfCollective& c;
   const Shape& s;
@@ -95,6 +112,7 @@ struct RowBuffers {
   int rank;
   size_t es;
   RowMemory send, recv, shared;
+  RowPointers at;
 };
 
 /// Times the calling thread went to sleep (voluntary context switches; a yield that lets another
@@ -138,12 +156,17 @@ int settled_warmup(int warmup) { return warmup + collectives::ScheduleTuner::kSe
 
 class Driver {
  public:
-  Driver(const PerfCollective& c, const PerfArgs& a, comm::Communicator& comm, MpiBaseline& mpi)
-      : c_(c), a_(a), comm_(comm), mpi_(mpi), n_(comm.size()), rank_(comm.rank()) {}
+  /// `device`: the -M cuda runner, null for host buffers.
+  Driver(const PerfCollective& c, const PerfArgs& a, comm::Communicator& comm, MpiBaseline& mpi,
+         DeviceRunner* device)
+      : c_(c), a_(a), comm_(comm), mpi_(mpi), device_(device), n_(comm.size()), rank_(comm.rank()) {}
 
   /// Runs every row; returns the number of wrong elements.
   double run() {
-    membw_ = measure_copy_bandwidth(comm_);
+    if (device_)
+      gather_devices();
+    else
+      membw_ = measure_copy_bandwidth(comm_);
     if (a_.pile_up) piled_on_ = pile_up_on_one_cpu(comm_);
     std::optional<BusyLoad> load;  // started after any pile-up, so it shares the rank's CPUs
     if (a_.busy_load) load.emplace();
@@ -170,8 +193,23 @@ class Driver {
 
  private:
   Row measure(const Shape& s) {
-    RowBuffers b(c_, s, a_, rank_);
     Row row;
+    if (device_)
+      device_->measure(s, row.seconds, row.wrong);
+    else
+      measure_host(s, row);
+    // The slowest rank's times and the most sleeps, in one call.
+    double most[4] = {row.seconds[0], row.seconds[1], row.seconds[2], row.sleeps};
+    comm_.all_reduce(most, most, 4, DType::f64, ReduceOp::max).wait();
+    std::copy(most, most + 3, row.seconds);
+    row.sleeps = most[3];
+    comm_.all_reduce(row.wrong, row.wrong, 2, DType::f64, ReduceOp::sum).wait();
+    return row;
+  }
+
+  /// This rank's times and wrong elements of a row on host buffers, Seam's and MPI's.
+  void measure_host(const Shape& s, Row& row) {
+    RowBuffers b(c_, s, a_, rank_);
     for (bool in_place : {false, true}) {
       if (in_place) b.reset_in_place();
       auto call = [&] {
@@ -190,7 +228,7 @@ class Driver {
         else
           std::memset(b.recv.data(), 0xff, b.recv.bytes());
         call();
-        row.wrong[in_place] = count_wrong(s, b.recv_of(in_place));
+        row.wrong[in_place] = count_wrong(c_, s, rank_, n_, b.recv_of(in_place), a_.dtype, a_.op);
       }
     }
     if (mpi_.active()) {
@@ -204,22 +242,22 @@ class Driver {
       // 64 MiB all-gatherv on SharedHostMemory, 1 run in 10).
       MPI_Barrier(MPI_COMM_WORLD);
     }
-    // The slowest rank's times and the most sleeps, in one call.
-    double most[4] = {row.seconds[0], row.seconds[1], row.seconds[2], row.sleeps};
-    comm_.all_reduce(most, most, 4, DType::f64, ReduceOp::max).wait();
-    std::copy(most, most + 3, row.seconds);
-    row.sleeps = most[3];
-    comm_.all_reduce(row.wrong, row.wrong, 2, DType::f64, ReduceOp::sum).wait();
-    return row;
   }
 
-  double count_wrong(const Shape& s, const void* result) const {
-    double wrong = 0;
-    for (size_t i = 0; i < s.recv_count; ++i)
-      if (element_value(result, i, a_.dtype) !=
-          as_element(c_.expected(s, rank_, n_, i, a_.op), a_.dtype))
-        ++wrong;
-    return wrong;
+  /// Every rank's GPU and copy bandwidth: the copies ran on all ranks at once, so their sum is
+  /// the ceiling of all ranks' traffic, as membw's is on the host.
+  void gather_devices() {
+    struct Placement {
+      double bytes_per_second;
+      int64_t device;
+    };
+    Placement mine{device_->info().copy_bytes_per_second, device_->info().device};
+    std::vector<Placement> all(static_cast<size_t>(n_));
+    comm_.all_gather(&mine, all.data(), sizeof mine, DType::u8).wait();
+    for (const Placement& p : all) {
+      devices_.push_back(static_cast<int>(p.device));
+      devbw_ += p.bytes_per_second;
+    }
   }
 
   void print_header() const {
@@ -227,6 +265,24 @@ class Driver {
                 std::string(c_.name).c_str(), n_, comm_.transport_name().c_str(),
                 mpi_.active() ? "mpirun" : "plain processes (TCP store)",
                 std::string(kernels::reduce_isa_name(kernels::best_reduce_isa())).c_str());
+    if (device_)
+      print_device_header();
+    else
+      print_host_header();
+    std::printf("#\n");
+    constexpr const char* kColumns =
+        "# %10s %12s %8s %6s   %9s %7s %7s %6s   %9s %7s %7s %6s   %9s %8s %6s %6s  %s\n";
+    std::printf(kColumns, "", "", "", "", "out-of-place", "", "", "", "in-place", "", "", "", "mpi",
+                "", "", "", "");
+    std::printf(kColumns, "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong",
+                "time", "algbw", "busbw", "#wrong", "time", "seam/mpi", "%bound", "sleeps",
+                "algorithm");
+    std::printf(kColumns, "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)",
+                "(GB/s)", "(GB/s)", "", "(us)", "", "", "/call", "");
+    std::fflush(stdout);
+  }
+
+  void print_host_header() const {
     std::printf("# membw %.2f GB/s: memcpy bytes read + written per second, all %d ranks at once, "
                 "%d thread%s each\n",
                 membw_.bytes_per_second / 1e9, n_, membw_.threads, membw_.threads == 1 ? "" : "s");
@@ -243,6 +299,45 @@ class Driver {
                 "the schedule tuner has settled), slowest rank; -c %d; seam/mpi and %%bound use "
                 "the out-of-place time\n",
                 a_.iters, a_.warmup, settled_warmup(a_.warmup), a_.check ? 1 : 0);
+    print_load_lines();
+    std::printf(
+        "# sleeps: how often the calling thread slept per out-of-place call, the mean over the "
+        "timed calls on the rank where it was highest (voluntary context switches: the waits' "
+        "sleeps, 1 ms at most each, and any other blocking); each costs a wake-up\n");
+    std::printf("# buffers: %s (both libraries run on them)\n",
+                a_.shared_memory ? "SharedHostMemory, -R 1 (Seam's zero-copy schedules)"
+                : a_.huge_pages  ? "plain host memory on transparent huge pages, -H 1"
+                                 : "plain host memory, -R 0 -H 0");
+  }
+
+  void print_device_header() const {
+    const DeviceInfo& mine = device_->info();
+    std::string gpus;
+    for (int d : devices_) gpus += (gpus.empty() ? "" : " ") + std::to_string(d);
+    std::printf("# -M cuda: DeviceCommunicator, %s path, on %s; ranks' GPUs (local rank %% GPU "
+                "count): %s\n",
+                mine.path.c_str(), mine.name.c_str(), gpus.c_str());
+    std::printf("# devbw %.2f GB/s: cudaMemcpyAsync device to device of 256 MiB, bytes read + "
+                "written per second, all %d ranks at once, summed (rank 0's GPU: %.2f GB/s); "
+                "%%bound uses it\n",
+                devbw_ / 1e9, n_, mine.copy_bytes_per_second / 1e9);
+    if (a_.graph_calls > 0)
+      std::printf("# time: CUDA events around each step, a step one launch of a CUDA graph of -G "
+                  "%d calls; per call, median of -n %d steps after -w %d, slowest rank; -c %d "
+                  "(checked by a one-call graph)\n",
+                  a_.graph_calls, a_.iters, a_.warmup, a_.check ? 1 : 0);
+    else
+      std::printf("# time: CUDA events around each call, median of -n %d calls after -w %d, "
+                  "slowest rank; -c %d; -G 0: no CUDA graph\n",
+                  a_.iters, a_.warmup, a_.check ? 1 : 0);
+    print_load_lines();
+    std::printf("# mpi: n/a, this Open MPI has no CUDA support; sleeps: n/a, the host only "
+                "enqueues\n");
+    std::printf("# buffers: device memory (cudaMalloc), inputs copied from the host, results "
+                "copied back to check\n");
+  }
+
+  void print_load_lines() const {
     if (a_.pile_up)
       std::printf(
           "# -P 1: every rank's threads moved onto the lowest CPU each may run on after "
@@ -252,25 +347,6 @@ class Driver {
       std::printf(
           "# -L 1: a busy thread beside each rank, on the CPUs it may run on, while the "
           "rows ran (both libraries)\n");
-    std::printf(
-        "# sleeps: how often the calling thread slept per out-of-place call, the mean over the "
-        "timed calls on the rank where it was highest (voluntary context switches: the waits' "
-        "sleeps, 1 ms at most each, and any other blocking); each costs a wake-up\n");
-    std::printf("# buffers: %s (both libraries run on them)\n",
-                a_.shared_memory ? "SharedHostMemory, -R 1 (Seam's zero-copy schedules)"
-                : a_.huge_pages  ? "plain host memory on transparent huge pages, -H 1"
-                                 : "plain host memory, -R 0 -H 0");
-    std::printf("#\n");
-    constexpr const char* kColumns =
-        "# %10s %12s %8s %6s   %9s %7s %7s %6s   %9s %7s %7s %6s   %9s %8s %6s %6s  %s\n";
-    std::printf(kColumns, "", "", "", "", "out-of-place", "", "", "", "in-place", "", "", "", "mpi",
-                "", "", "", "");
-    std::printf(kColumns, "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong",
-                "time", "algbw", "busbw", "#wrong", "time", "seam/mpi", "%bound", "sleeps",
-                "algorithm");
-    std::printf(kColumns, "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)",
-                "(GB/s)", "(GB/s)", "", "(us)", "", "", "/call", "");
-    std::fflush(stdout);
   }
 
   void print_row(size_t bytes, size_t count, const Row& row) const {
@@ -285,21 +361,29 @@ class Driver {
       cells[p] = cell;
     }
     char mpi[64];
-    if (mpi_.active())
+    if (mpi_.active() && !device_)
       std::snprintf(mpi, sizeof mpi, "%9.2f %8.2f", row.seconds[2] * 1e6,
                     row.seconds[2] > 0 ? row.seconds[0] / row.seconds[2] : 0.0);
     else
       std::snprintf(mpi, sizeof mpi, "%9s %8s", "n/a", "n/a");
-    double bound_seconds = c_.bound_bytes(size, n_) / membw_.bytes_per_second;
-    // Shared-memory calls also name their schedule.
+    double bound_seconds =
+        c_.bound_bytes(size, n_) / (device_ ? devbw_ : membw_.bytes_per_second);
+    char sleeps[16];
+    if (device_)
+      std::snprintf(sleeps, sizeof sleeps, "%6s", "n/a");
+    else
+      std::snprintf(sleeps, sizeof sleeps, "%6.2f", row.sleeps);
+    // Shared-memory calls also name their schedule; device calls their path.
     std::string path(collectives::algorithm_name(row.algorithm));
-    if (row.algorithm == collectives::Algorithm::shm && !row.schedule.empty())
+    if (device_)
+      path = "cuda:" + device_->info().path;
+    else if (row.algorithm == collectives::Algorithm::shm && !row.schedule.empty())
       path.append(":").append(row.schedule);
-    std::printf("  %10zu %12zu %8s %6s   %s   %s   %s %6.1f %6.2f  %s\n", bytes, count,
+    std::printf("  %10zu %12zu %8s %6s   %s   %s   %s %6.1f %s  %s\n", bytes, count,
                 std::string(dtype_name(a_.dtype)).c_str(),
                 c_.reduces ? std::string(reduce_op_name(a_.op)).c_str() : "none", cells[0].c_str(),
                 cells[1].c_str(), mpi,
-                row.seconds[0] > 0 ? 100 * bound_seconds / row.seconds[0] : 0.0, row.sleeps,
+                row.seconds[0] > 0 ? 100 * bound_seconds / row.seconds[0] : 0.0, sleeps,
                 path.c_str());
     std::fflush(stdout);
   }
@@ -308,11 +392,24 @@ class Driver {
   const PerfArgs& a_;
   comm::Communicator& comm_;
   MpiBaseline& mpi_;
+  DeviceRunner* device_;
   int n_, rank_;
   CopyBandwidth membw_{};
+  std::vector<int> devices_;  // -M cuda: every rank's GPU
+  double devbw_ = 0;          // -M cuda: all ranks' device copy bandwidths, summed
   int piled_on_ = -1;  // -P 1: the CPU every rank was moved onto
   std::optional<double> steal_;
 };
+
+/// The -M cuda runner, where this build has CUDA.
+std::unique_ptr<DeviceRunner> device_runner(const PerfCollective& c, const PerfArgs& a,
+                                            std::shared_ptr<comm::Communicator> comm) {
+#if SEAM_PERF_CUDA
+  return make_device_runner(c, a, std::move(comm));
+#else
+  throw std::runtime_error("-M cuda: this build has no device path (built without CUDA)");
+#endif
+}
 
 }  // namespace
 
@@ -324,7 +421,9 @@ int run_perf(int argc, char** argv, const PerfCollective& c) {
   if (!args) return ok ? 0 : 2;
   try {
     auto comm = comm::Communicator::create_world();
-    Driver driver(c, *args, *comm, mpi);
+    std::unique_ptr<DeviceRunner> device;
+    if (args->memory == Memory::cuda) device = device_runner(c, *args, comm);
+    Driver driver(c, *args, *comm, mpi, device.get());
     double wrong = driver.run();
     if (comm->rank() == 0) {
       std::printf("# Out of bounds values : %.0f %s\n", wrong, wrong == 0 ? "OK" : "FAILED");

@@ -4,6 +4,7 @@
 // the residual stream's bookkeeping and the (tiny) add + RMSNorm. Prints the median over repeats.
 //
 //   boundary_perf [--layers 64] [--tokens 4] [--hidden 16] [--iters 2000] [--pattern AF]
+#include <cstdint>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

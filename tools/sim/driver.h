@@ -6,6 +6,8 @@
 // the end. Compute completes its own output sum only when the exit's flags do not tell it to skip.
 #pragma once
 
+#include <cstdint>
+
 #include <memory>
 #include <span>
 #include <string>

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "tools/sim/model.h"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "tools/sim/reference.h"
 
 #include <numeric>

@@ -3,6 +3,8 @@
 // (the reference FP32 order of kernels/norm), and the final norm.
 #pragma once
 
+#include <cstdint>
+
 #include <vector>
 
 #include "runtime/residual/owned_tensor.h"

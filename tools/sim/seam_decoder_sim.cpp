@@ -5,6 +5,7 @@
 // any mismatch.
 //
 //   mpirun -n 4 seam_decoder_sim --pattern AF --layers 2 --tp 4 --attn-dp 2 --policy rs+rsv --tokens 5,0
+#include <cstdint>
 #include <algorithm>
 #include <cstdio>
 #include <exception>

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "tools/sim/sim_args.h"
 
 #include <cstdio>

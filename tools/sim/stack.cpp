@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "tools/sim/stack.h"
 
 #include "runtime/boundary/introspection.h"

@@ -4,6 +4,8 @@
 // input norm (a residual::RmsNorm, the stage's NormRef) and the shared fusion provider.
 #pragma once
 
+#include <cstdint>
+
 #include <memory>
 #include <string>
 #include <vector>

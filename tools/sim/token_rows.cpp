@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "tools/sim/token_rows.h"
 
 #include <stdexcept>

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "transports/loopback/loopback_transport.h"
 
 #include <cstring>

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "transports/shm/shared_host_memory.h"
 
 #include <sys/mman.h>

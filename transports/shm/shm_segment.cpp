@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "transports/shm/shm_segment.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "transports/shm/shm_transport.h"
 
 #include <linux/futex.h>

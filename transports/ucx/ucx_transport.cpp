@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "transports/ucx/ucx_transport.h"
 
 #include <poll.h>

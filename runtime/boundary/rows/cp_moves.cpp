@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/boundary/rows/cp_moves.h"
 
 #include <algorithm>

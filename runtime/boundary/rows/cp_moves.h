@@ -5,6 +5,8 @@
 // narrows rank r's block [r * max, r * max + rows[r]).
 #pragma once
 
+#include <cstdint>
+
 #include <span>
 
 #include "layouts/tensor.h"

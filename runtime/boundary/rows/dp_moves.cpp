@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/boundary/rows/dp_moves.h"
 
 #include <cstring>

@@ -4,6 +4,8 @@
 // The moves are short schedules of the runtime's collectives and return when complete.
 #pragma once
 
+#include <cstdint>
+
 #include <span>
 #include <vector>
 

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/boundary/rows/scratch.h"
 
 namespace seam::boundary::rows {

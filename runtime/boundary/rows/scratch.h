@@ -3,6 +3,8 @@
 // A view stays valid until the next get() on the same Scratch; uses() counts the get() calls.
 #pragma once
 
+#include <cstdint>
+
 #include "layouts/tensor.h"
 
 namespace seam::boundary::rows {

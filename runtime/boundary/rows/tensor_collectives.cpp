@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/boundary/rows/tensor_collectives.h"
 
 #include <numeric>

@@ -4,6 +4,8 @@
 // rank it completes at once (copying when out of place) and records nothing.
 #pragma once
 
+#include <cstdint>
+
 #include <span>
 
 #include "layouts/tensor.h"

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "runtime/boundary/rows/tp_moves.h"
 
 #include <string>
