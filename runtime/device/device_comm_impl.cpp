@@ -1,6 +1,5 @@
 #include "runtime/device/device_comm_impl.h"
 
-#include <cuda.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include "layouts/errors.h"
 #include "layouts/log.h"
 #include "runtime/comm/comm_internal.h"
+#include "transports/cuda_peer/driver_api.h"
 #include "transports/cuda_peer/fd_channel.h"
 
 namespace seam::device {
@@ -105,7 +105,7 @@ DeviceCommunicatorImpl::DeviceCommunicatorImpl(std::shared_ptr<comm::Communicato
   device = dev;
   cuda_check(cudaSetDevice(device), "cudaSetDevice");
   cuda_check(cudaFree(nullptr), "CUDA context");
-  if (cuInit(0) != CUDA_SUCCESS) throw CommError("seam: device communicator: cuInit failed");
+  const auto& drv = transport::cuda_peer::driver();
   pointers = PointerCheck(device);
   algo_override = config.cuda_algorithm;
 
@@ -113,9 +113,9 @@ DeviceCommunicatorImpl::DeviceCommunicatorImpl(std::shared_ptr<comm::Communicato
   cuda_check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
   CUdevice cu_dev = 0;
   int vmm = 0, fd_handles = 0;
-  cuDeviceGet(&cu_dev, device);
-  cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, cu_dev);
-  cuDeviceGetAttribute(&fd_handles, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, cu_dev);
+  drv.device_get(&cu_dev, device);
+  drv.device_get_attribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, cu_dev);
+  drv.device_get_attribute(&fd_handles, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, cu_dev);
 
   // Whether this rank reaches every peer's GPU; all ranks must agree before mapping anything.
   FdChannel channel;

@@ -1,11 +1,11 @@
 #include "runtime/device/pointer_check.h"
 
-#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <string>
 
 #include "layouts/errors.h"
+#include "transports/cuda_peer/driver_api.h"
 
 namespace seam::device {
 
@@ -34,7 +34,7 @@ void PointerCheck::require_device(const void* p, size_t bytes, const char* op, c
                      std::to_string(device_));
   CUdeviceptr base = 0;
   size_t size = 0;
-  if (cuMemGetAddressRange(&base, &size, static_cast<CUdeviceptr>(at)) != CUDA_SUCCESS)
+  if (transport::cuda_peer::driver().mem_get_address_range(&base, &size, static_cast<CUdeviceptr>(at)) != CUDA_SUCCESS)
     throw ValueError(where + ": CUDA cannot tell its allocation");
   const uintptr_t end = static_cast<uintptr_t>(base) + size;
   known_[static_cast<uintptr_t>(base)] = Range{end};

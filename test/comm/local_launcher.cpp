@@ -15,7 +15,8 @@
 //                            link-failure mode: run the shell command CMD T ms after the start
 //                            (e.g. take a veth link down); every rank must then exit with
 //                            status 3 within --max-detect-ms of it
-// Normal mode: every rank must exit 0. Exit status: 0 when the expectation holds.
+// Normal mode: every rank must exit 0. Exit status: 0 when the expectation holds; 77 when every
+// rank exited 77 (skipped).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -193,6 +194,16 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 
+  // Every rank skipped (a GPU test where there is no GPU): pass CTest's skip status on.
+  bool all_skipped = !timed_out;
+  for (int r = 0; r < n; ++r) {
+    const int st = status[static_cast<size_t>(r)];
+    all_skipped = all_skipped && WIFEXITED(st) && WEXITSTATUS(st) == 77;
+  }
+  if (all_skipped) {
+    std::printf("seam_local_launcher: every rank skipped (exit 77)\n");
+    return 77;
+  }
   bool ok = !timed_out;
   if (timed_out) std::printf("seam_local_launcher: FAILED: ranks still running after %d s (hang), killed\n", timeout_s);
   for (int r = 0; r < n && !timed_out; ++r) {

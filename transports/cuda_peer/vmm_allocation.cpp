@@ -1,6 +1,6 @@
 #include "transports/cuda_peer/vmm_allocation.h"
 
-#include <cuda.h>
+#include "transports/cuda_peer/driver_api.h"
 
 #include <string>
 
@@ -12,7 +12,7 @@ namespace {
 void check(CUresult r, const char* what) {
   if (r == CUDA_SUCCESS) return;
   const char* name = nullptr;
-  cuGetErrorName(r, &name);
+  driver().get_error_name(r, &name);
   throw CommError(std::string("seam: CUDA VMM ") + what + " failed: " + (name ? name : "unknown error"));
 }
 
@@ -27,18 +27,18 @@ CUmemAllocationProp properties(int device) {
 
 CUdeviceptr map(CUmemGenericAllocationHandle handle, size_t bytes, int device, bool* access_refused) {
   CUdeviceptr address = 0;
-  check(cuMemAddressReserve(&address, bytes, 0, 0, 0), "address reservation");
-  if (const CUresult r = cuMemMap(address, bytes, 0, handle, 0); r != CUDA_SUCCESS) {
-    cuMemAddressFree(address, bytes);
+  check(driver().mem_address_reserve(&address, bytes, 0, 0, 0), "address reservation");
+  if (const CUresult r = driver().mem_map(address, bytes, 0, handle, 0); r != CUDA_SUCCESS) {
+    driver().mem_address_free(address, bytes);
     check(r, "map");
   }
   CUmemAccessDesc access{};
   access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   access.location.id = device;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  if (const CUresult r = cuMemSetAccess(address, bytes, &access, 1); r != CUDA_SUCCESS) {
-    cuMemUnmap(address, bytes);
-    cuMemAddressFree(address, bytes);
+  if (const CUresult r = driver().mem_set_access(address, bytes, &access, 1); r != CUDA_SUCCESS) {
+    driver().mem_unmap(address, bytes);
+    driver().mem_address_free(address, bytes);
     if (access_refused) {
       *access_refused = true;
       return 0;
@@ -53,11 +53,11 @@ CUdeviceptr map(CUmemGenericAllocationHandle handle, size_t bytes, int device, b
 VmmAllocation VmmAllocation::create(int device, size_t bytes) {
   const CUmemAllocationProp p = properties(device);
   size_t granularity = 0;
-  check(cuMemGetAllocationGranularity(&granularity, &p, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED), "granularity");
+  check(driver().mem_get_allocation_granularity(&granularity, &p, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED), "granularity");
   VmmAllocation a;
   a.bytes_ = (bytes + granularity - 1) / granularity * granularity;
   CUmemGenericAllocationHandle handle = 0;
-  check(cuMemCreate(&handle, a.bytes_, &p, 0), "allocation");
+  check(driver().mem_create(&handle, a.bytes_, &p, 0), "allocation");
   a.handle_ = handle;
   a.address_ = map(handle, a.bytes_, device, nullptr);
   return a;
@@ -65,7 +65,7 @@ VmmAllocation VmmAllocation::create(int device, size_t bytes) {
 
 VmmAllocation VmmAllocation::import(const UniqueFd& fd, size_t bytes, int device) {
   CUmemGenericAllocationHandle handle = 0;
-  check(cuMemImportFromShareableHandle(&handle, reinterpret_cast<void*>(static_cast<uintptr_t>(fd.get())),
+  check(driver().mem_import_from_shareable_handle(&handle, reinterpret_cast<void*>(static_cast<uintptr_t>(fd.get())),
                                        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
         "import");
   VmmAllocation a;
@@ -93,17 +93,17 @@ VmmAllocation::~VmmAllocation() { release(); }
 
 void VmmAllocation::release() noexcept {
   if (address_) {
-    cuMemUnmap(address_, bytes_);
-    cuMemAddressFree(address_, bytes_);
+    driver().mem_unmap(address_, bytes_);
+    driver().mem_address_free(address_, bytes_);
   }
-  if (handle_) cuMemRelease(handle_);
+  if (handle_) driver().mem_release(handle_);
   handle_ = address_ = 0;
   bytes_ = 0;
 }
 
 UniqueFd VmmAllocation::export_fd() const {
   int fd = -1;
-  check(cuMemExportToShareableHandle(&fd, handle_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), "export");
+  check(driver().mem_export_to_shareable_handle(&fd, handle_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), "export");
   return UniqueFd(fd);
 }
 

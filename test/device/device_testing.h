@@ -1,0 +1,96 @@
+// Shared by the device integration checks: the GPU this rank uses, deterministic data any rank can
+// regenerate for any other rank, and the rank-order FP32 reference of a reduction.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "layouts/dtype.h"
+
+namespace seam::test::device {
+
+/// Exit status CTest reads as "skipped" (SKIP_RETURN_CODE).
+inline constexpr int kSkipped = 77;
+
+/// This rank's GPU (local rank modulo the GPUs), or -1 when there is none.
+inline int pick_gpu(int world_rank) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return -1;
+  }
+  int local = world_rank;
+  for (const char* name : {"SEAM_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"})
+    if (const char* v = std::getenv(name)) {
+      local = std::atoi(v);
+      break;
+    }
+  const int gpu = local % count;
+  if (cudaSetDevice(gpu) != cudaSuccess) return -1;
+  return gpu;
+}
+
+/// A value in (-2, 2) with a full mantissa, from (rank, index, seed).
+inline float gen(int rank, size_t i, uint32_t seed) {
+  uint64_t x = (static_cast<uint64_t>(seed) << 40) ^ (static_cast<uint64_t>(rank) << 32) ^ i;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return static_cast<float>(static_cast<int64_t>(x >> 11) - (int64_t{1} << 52)) / static_cast<float>(int64_t{1} << 51);
+}
+
+inline float load(DType t, const void* p, size_t i) {
+  switch (t) {
+    case DType::bf16: return bf16_to_float(static_cast<const uint16_t*>(p)[i]);
+    case DType::f16: return f16_to_float(static_cast<const uint16_t*>(p)[i]);
+    default: return static_cast<const float*>(p)[i];
+  }
+}
+
+inline void store(DType t, void* p, size_t i, float v) {
+  switch (t) {
+    case DType::bf16: static_cast<uint16_t*>(p)[i] = float_to_bf16(v); break;
+    case DType::f16: static_cast<uint16_t*>(p)[i] = float_to_f16(v); break;
+    default: static_cast<float*>(p)[i] = v;
+  }
+}
+
+/// The element rank r contributes at i, as stored in dtype t.
+inline float element(DType t, int rank, size_t i, uint32_t seed) {
+  uint32_t bits[1];
+  store(t, bits, 0, gen(rank, i, seed));
+  return load(t, bits, 0);
+}
+
+/// op over ranks 0..n-1 in order, in FP32, of element(t, r, i).
+inline float reduce_ref(DType t, ReduceOp op, int n, size_t i, uint32_t seed) {
+  float acc = element(t, 0, i, seed);
+  for (int r = 1; r < n; ++r) {
+    const float v = element(t, r, i, seed);
+    acc = op == ReduceOp::sum ? acc + v : op == ReduceOp::max ? (acc > v ? acc : v) : (acc < v ? acc : v);
+  }
+  return acc;
+}
+
+/// Bytes of host memory for count elements.
+inline std::vector<unsigned char> host_bytes(DType t, size_t count) {
+  return std::vector<unsigned char>(count * dtype_size(t) + 16);
+}
+
+#define SEAM_CUDA_OK(call)                                                                          \
+  do {                                                                                              \
+    const cudaError_t seam_e_ = (call);                                                             \
+    if (seam_e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(seam_e_)); \
+      std::exit(2);                                                                                 \
+    }                                                                                               \
+  } while (0)
+
+}  // namespace seam::test::device
