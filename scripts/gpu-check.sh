@@ -27,7 +27,7 @@ fi
 
 gpu_targets=(seam_cuda device_collectives_check device_fault_rank seam_local_launcher test_cuda_norm_kernels
   all_reduce_perf reduce_scatter_perf reduce_scatterv_perf all_gather_perf all_gatherv_perf broadcast_perf
-  seam_info)
+  seam_info norm_perf_cuda)
 if has build; then
   if cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 ${SEAM_CMAKE_ARGS:-} \
        >"$logs/configure.log" 2>&1 &&
@@ -76,7 +76,10 @@ if has perf; then
       -b 1K -e 64M -f 4 -n 20 -w 5 -G 20 >"$logs/all_reduce_perf_cuda_graph_np$np.txt" 2>&1 ||
       note "perf all_reduce graphs np$np: FAILED"
   done
-  note "perf: tables in $logs/*_perf_cuda_*.txt"
+  "$build/bin/norm_perf_cuda" >"$logs/norm_perf_cuda.txt" 2>&1 || note "norm_perf_cuda: FAILED"
+  python3 tools/perf/torch_norm_baseline.py >"$logs/norm_torch_compile.txt" 2>&1 || note "torch.compile baseline: FAILED"
+  cat "$logs/norm_perf_cuda.txt" "$logs/norm_torch_compile.txt"
+  note "perf: tables in $logs/*_perf_cuda_*.txt, norm_*.txt"
 fi
 mps_off
 echo

@@ -79,11 +79,12 @@ comm::Work all_gather(DeviceCommunicatorImpl& d, const void* send, void* recv, s
   const size_t e = dtype_size(dtype);
   const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0}) * e;
   const size_t mine = counts[static_cast<size_t>(d.rank)] * e;
-  char* h = host_memory(d, total, stream);
-  char* mine_at = h + offsets[static_cast<size_t>(d.rank)] * e;
+  char* h = host_memory(d, align16(total) + mine, stream);
+  char* mine_at = h + align16(total);
   to_host(mine_at, send, mine, stream);
-  d.host->all_gatherv(mine_at, h, counts, dtype).wait();  // in place: send == recv + own offset
+  d.host->all_gatherv(mine_at, h, counts, dtype).wait();
   to_device(recv, h, total, stream);
+  (void)offsets;
   SEAM_LOG_DEBUG("seam: device all_gatherv {} bytes: staged through host memory", total);
   return comm::Work();
 }
