@@ -43,9 +43,10 @@ if has build; then
   "$build/bin/seam_info" >"$logs/seam_info.txt" 2>&1 && sed -n '/^CUDA/,$p' "$logs/seam_info.txt"
 fi
 
-run_tests() {  # label for the log
+run_tests() {  # label for the log, extra ctest arguments
   local tag=$1
-  if ctest --test-dir "$build" -L gpu --output-on-failure --timeout 900 ${GPU_CHECK_CTEST_ARGS:-} \
+  shift
+  if ctest --test-dir "$build" -L gpu --output-on-failure --timeout 900 "$@" \
        >"$logs/ctest-$tag.log" 2>&1; then
     note "ctest -L gpu ($tag): $(grep -E 'tests passed' "$logs/ctest-$tag.log")"
   else
@@ -61,24 +62,25 @@ mps_on() {
 }
 mps_off() { echo quit | nvidia-cuda-mps-control >/dev/null 2>&1 || true; }
 
-has tests && run_tests no-mps
+# GPU_CHECK_CTEST_ARGS / GPU_CHECK_MPS_CTEST_ARGS: extra ctest arguments (e.g. -R np2) per run.
+has tests && run_tests no-mps ${GPU_CHECK_CTEST_ARGS:-}
 if has mps-tests || has perf; then mps_on; fi
-has mps-tests && run_tests mps
+has mps-tests && run_tests mps ${GPU_CHECK_MPS_CTEST_ARGS:-${GPU_CHECK_CTEST_ARGS:-}}
 
 if has perf; then
-  for np in 2 4; do
-    for coll in all_reduce reduce_scatter reduce_scatterv all_gather all_gatherv broadcast; do
-      mpirun --allow-run-as-root --oversubscribe --bind-to none -n $np "$build/bin/${coll}_perf" -M cuda \
-        -b 1K -e 256M -f 4 -n 50 -w 5 ${GPU_CHECK_PERF_ARGS:-} >"$logs/${coll}_perf_cuda_np$np.txt" 2>&1 ||
-        note "perf ${coll} np$np: FAILED"
-    done
-    mpirun --allow-run-as-root --oversubscribe --bind-to none -n $np "$build/bin/all_reduce_perf" -M cuda \
-      -b 1K -e 64M -f 4 -n 20 -w 5 -G 20 >"$logs/all_reduce_perf_cuda_graph_np$np.txt" 2>&1 ||
-      note "perf all_reduce graphs np$np: FAILED"
-  done
   "$build/bin/norm_perf_cuda" >"$logs/norm_perf_cuda.txt" 2>&1 || note "norm_perf_cuda: FAILED"
   python3 tools/perf/torch_norm_baseline.py >"$logs/norm_torch_compile.txt" 2>&1 || note "torch.compile baseline: FAILED"
   cat "$logs/norm_perf_cuda.txt" "$logs/norm_torch_compile.txt"
+  for np in ${GPU_CHECK_PERF_RANKS:-2 4}; do
+    for coll in ${GPU_CHECK_PERF_COLLECTIVES:-all_reduce reduce_scatter reduce_scatterv all_gather all_gatherv broadcast}; do
+      timeout 150 mpirun --allow-run-as-root --oversubscribe --bind-to none -n $np "$build/bin/${coll}_perf" -M cuda \
+        -b 1K -e ${GPU_CHECK_PERF_MAX:-256M} -f 4 -n 50 -w 5 ${GPU_CHECK_PERF_ARGS:-} >"$logs/${coll}_perf_cuda_np$np.txt" 2>&1 ||
+        note "perf ${coll} np$np: FAILED"
+    done
+    timeout 150 mpirun --allow-run-as-root --oversubscribe --bind-to none -n $np "$build/bin/all_reduce_perf" -M cuda \
+      -b 1K -e 64M -f 4 -n 20 -w 5 -G 20 >"$logs/all_reduce_perf_cuda_graph_np$np.txt" 2>&1 ||
+      note "perf all_reduce graphs np$np: FAILED"
+  done
   note "perf: tables in $logs/*_perf_cuda_*.txt, norm_*.txt"
 fi
 mps_off
