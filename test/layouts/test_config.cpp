@@ -98,3 +98,31 @@ TEST_CASE("helper threads: -1 (automatic) by default, 0 to 7 taken, others refus
                          seam::ValueError);
   }
 }
+
+TEST_CASE("device settings: defaults, accepted values, refusals naming the variable") {
+  const Config c = Config::from_env();
+  CHECK(c.cuda_algorithm.empty());
+  CHECK(c.cuda_workspace_mb == 32);
+  CHECK(c.cuda_peer == "auto");
+  for (const char* taken : {"one_shot", "two_shot"}) {
+    ScopedEnv e("SEAM_CUDA_ALGO", taken);
+    CHECK(Config::from_env().cuda_algorithm == taken);
+  }
+  {
+    ScopedEnv e("SEAM_CUDA_WORKSPACE_MB", "1");
+    CHECK(Config::from_env().cuda_workspace_mb == 1);
+  }
+  {
+    ScopedEnv e("SEAM_CUDA_PEER", "off");
+    CHECK(Config::from_env().cuda_peer == "off");
+  }
+  const std::pair<const char*, const char*> refused[] = {{"SEAM_CUDA_ALGO", "ring"},
+                                                         {"SEAM_CUDA_WORKSPACE_MB", "0"},
+                                                         {"SEAM_CUDA_WORKSPACE_MB", "5000"},
+                                                         {"SEAM_CUDA_PEER", "on"}};
+  for (const auto& [name, value] : refused) {
+    CAPTURE(std::string(name));
+    ScopedEnv e(name, value);
+    CHECK_THROWS_WITH_AS(Config::from_env(), doctest::Contains(name), seam::ValueError);
+  }
+}
