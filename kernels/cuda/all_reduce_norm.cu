@@ -42,6 +42,18 @@ __global__ void fused_rows(device::RowArgs<Io> a, const typename Io::T* partial,
   device::barrier(sync);  // no peer still reads this rank's rows
 }
 
+// The same with the row in registers (packed rows that fit, rounded output), as norm.cu's.
+template <class Io, int K>
+__global__ void fused_rows_registers(device::RowArgs<Io> a, const typename Io::T* partial, int64_t partial_stride,
+                                     typename Io::T* mine, int64_t rows, typename Io::T* out, int64_t out_stride,
+                                     PeerSync sync) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x)
+    copy_row_in<Io>(partial + r * partial_stride, mine + r * a.cols, a.cols, true);
+  if (!device::barrier(sync, blockIdx.x == 0)) return;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) device::norm_row_registers<Io, K>(a, r, out + r * out_stride);
+  device::barrier(sync);
+}
+
 }  // namespace
 
 cudaError_t all_reduce_add_rms_norm(const RowWorkspaces& ws, const PeerSync& sync, int blocks, const Tensor& partial,
@@ -64,6 +76,21 @@ cudaError_t all_reduce_add_rms_norm(const RowWorkspaces& ws, const PeerSync& syn
   return launch::dispatch(partial.dtype, [&](auto io) {
     using Io = decltype(io);
     using T = typename Io::T;
+    int k = 0, threads = 0;
+    if (!fp8 && packed && launch::register_shape(partial.cols, device::kPack<Io>, &k, &threads)) {
+      Tensor rows_view = partial;
+      rows_view.row_stride = partial.cols;
+      auto a = launch::row_args<Io>(rows_view, &residual, nullptr, norm);
+      for (int i = 0; i < sync.size; ++i) a.summands[i] = static_cast<const T*>(ws.ws[i]) + ws.offset;
+      a.k = sync.size;
+      T* mine = static_cast<T*>(ws.ws[sync.rank]) + ws.offset;
+      return launch::dispatch_packs(k, [&](auto kc) {
+        fused_rows_registers<Io, decltype(kc)::value><<<blocks, threads, 0, stream>>>(
+            a, static_cast<const T*>(partial.data), partial.row_stride, mine, partial.rows, static_cast<T*>(dst.data),
+            dst.row_stride, sync);
+        return cudaGetLastError();
+      });
+    }
     auto kernel = fp8 ? (packed ? fused_rows<Io, true, true> : fused_rows<Io, true, false>)
                       : (packed ? fused_rows<Io, false, true> : fused_rows<Io, false, false>);
     size_t shared = 0;
