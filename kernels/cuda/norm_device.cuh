@@ -152,11 +152,13 @@ __device__ float sum_row_packed(const RowArgs<Io>& a, int64_t r, float* s) {
 inline constexpr int kMaxRegisterPacks = 8;
 
 /// The whole row in registers: thread t owns packs t, t + T, ... (K of them, T = blockDim). All of
-/// a thread's loads are issued before its first store, so a block keeps K packs per thread of each
-/// tensor in flight; the FP32 values and their order per element are sum_row_packed's. Stores the
-/// rounded residual and the normalised row rounded to out.
-template <class Io, int K>
-__device__ __forceinline__ void norm_row_registers(const RowArgs<Io>& a, int64_t r, typename Io::T* out) {
+/// a thread's loads, the weight's included, are issued before its first store or wait, so a block
+/// keeps K packs per thread of each tensor in flight; the FP32 values and their order per element
+/// are sum_row_packed's and store_row_fp8's. Stores the rounded residual, then the normalised row
+/// rounded to out, or (kFp8) its per-token FP8 read to q and *scale_out.
+template <class Io, int K, bool kFp8>
+__device__ __forceinline__ void norm_row_registers(const RowArgs<Io>& a, int64_t r, typename Io::T* out,
+                                                   __nv_fp8_e4m3* q, float* scale_out) {
   using T = typename Io::T;
   constexpr int P = kPack<Io>;
   const int64_t packs = a.cols / P;
@@ -229,6 +231,15 @@ __device__ __forceinline__ void norm_row_registers(const RowArgs<Io>& a, int64_t
       store_pack(residual + p * P, rounded);
     }
   }
+  const float offset = a.gemma ? 1.0f : 0.0f;
+  float w[K][P];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t p = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+    if (p >= packs) continue;
+#pragma unroll
+    for (int j = 0; j < P; ++j) w[k][j] = offset + load_weight(a.weight, a.weight_dtype, p * P + j);
+  }
   float square_sum = 0.0f;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
@@ -238,17 +249,40 @@ __device__ __forceinline__ void norm_row_registers(const RowArgs<Io>& a, int64_t
     for (int j = 0; j < P; ++j) square_sum += x[k][j] * x[k][j];
   }
   const float inv = 1.0f / sqrtf(block_reduce<false>(square_sum) / static_cast<float>(a.cols) + a.eps);
-  const float offset = a.gemma ? 1.0f : 0.0f;
+  if constexpr (!kFp8) {
 #pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const int64_t p = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
-    if (p >= packs) continue;
-    uint4 packed;
-    T* o = reinterpret_cast<T*>(&packed);
+    for (int k = 0; k < K; ++k) {
+      const int64_t p = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+      if (p >= packs) continue;
+      uint4 packed;
+      T* o = reinterpret_cast<T*>(&packed);
 #pragma unroll
-    for (int j = 0; j < P; ++j)
-      o[j] = Io::store((x[k][j] * inv) * (offset + load_weight(a.weight, a.weight_dtype, p * P + j)));
-    store_pack(out + p * P, packed);
+      for (int j = 0; j < P; ++j) o[j] = Io::store((x[k][j] * inv) * w[k][j]);
+      store_pack(out + p * P, packed);
+    }
+  } else {
+    float absmax = 0.0f;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int64_t p = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+      if (p >= packs) continue;
+#pragma unroll
+      for (int j = 0; j < P; ++j) {
+        x[k][j] = Io::load(Io::store((x[k][j] * inv) * w[k][j]));
+        absmax = fmaxf(absmax, fabsf(x[k][j]));
+      }
+    }
+    absmax = block_reduce<true>(absmax);
+    const float scale = fmaxf(absmax / 448.0f, 1.0f / (448.0f * 512.0f));
+    const float inverse = 1.0f / scale;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int64_t p = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+      if (p >= packs) continue;
+#pragma unroll
+      for (int j = 0; j < P; ++j) q[p * P + j] = __nv_fp8_e4m3(fminf(fmaxf(x[k][j] * inverse, -448.0f), 448.0f));
+    }
+    if (threadIdx.x == 0) *scale_out = scale;
   }
 }
 

@@ -81,13 +81,16 @@ inline int threads_for(int64_t cols, int64_t per_thread = 1) {
   return static_cast<int>(std::clamp<int64_t>((work + 31) / 32 * 32, 32, 1024));
 }
 
-/// The register-resident row's shape (norm_row_registers): K packs per thread and T threads, for
-/// packed rows of at most kMaxRegisterPacks * 1024 packs; false where the row does not fit.
-inline bool register_shape(int64_t cols, int64_t pack, int* k, int* threads) {
+/// The register-resident row's shape (norm_row_registers) for a call of `rows` rows: K packs per
+/// thread and T threads, for packed rows of at most kMaxRegisterPacks * 1024 packs; false where the
+/// row does not fit. Few rows: a pack a thread where it fits (the row's latency is the call's);
+/// many: about 128 threads a row, so that many rows are in flight on each SM.
+inline bool register_shape(int64_t cols, int64_t pack, int64_t rows, int* k, int* threads) {
+  constexpr int64_t kManyRows = 256;
   const int64_t packs = cols / pack;
   if (packs < 1 || packs > int64_t{device::kMaxRegisterPacks} * 1024) return false;
-  // About 128 threads a row (many rows resident per SM), up to kMaxRegisterPacks packs each.
-  *k = static_cast<int>(std::clamp<int64_t>((packs + 127) / 128, 1, device::kMaxRegisterPacks));
+  const int64_t per_thread = rows < kManyRows ? (packs + 1023) / 1024 : (packs + 127) / 128;
+  *k = static_cast<int>(std::clamp<int64_t>(per_thread, 1, device::kMaxRegisterPacks));
   *threads = static_cast<int>(((packs + *k - 1) / *k + 31) / 32 * 32);
   return *threads <= 1024;
 }

@@ -410,11 +410,14 @@ int run_cycles(std::shared_ptr<comm::Communicator> host, int cycles, cudaStream_
   };
   cycle();  // warm: CUDA's own lazy allocations
   SEAM_CUDA_OK(cudaDeviceSynchronize());
+  // The GPU's free memory counts every rank's allocations: measure with every rank between cycles.
+  host->barrier().wait();
   size_t free_before = 0, total = 0;
   SEAM_CUDA_OK(cudaMemGetInfo(&free_before, &total));
   const int fds_before = open_fds();
   for (int i = 0; i < cycles; ++i) cycle();
   SEAM_CUDA_OK(cudaDeviceSynchronize());
+  host->barrier().wait();
   size_t free_after = 0;
   SEAM_CUDA_OK(cudaMemGetInfo(&free_after, &total));
   const int fds_after = open_fds();
