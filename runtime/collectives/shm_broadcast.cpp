@@ -92,19 +92,26 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
   // that took messages finds the marker instead of its data, and a peer of the gather the
   // root's data instead of the marker: it fails with an aborting MismatchError, as the others
   // wait for it. Two ranks meet here from 64 KiB (selection.cpp) and exchange the marker before
-  // the region, whose first set-up would wait for a peer that took messages; where ranks
+  // the region's set-up, which would wait for a peer that took messages; where ranks
   // outnumber cores, the gathers that do not go eager, once the region says so.
   const bool two_ranks = g.size() == 2;
   std::vector<transport::RequestPtr> markers;
-  if (two_ranks) {
-    comm::Task first = exchange_markers(g, buffer, root, markers);
-    co_await comm::run(first);
-  }
   {
+    // The call's turn on the region is taken now, before the marker: a call issued after this
+    // one must not take the region while this one waits for its marker, or the ranks' rounds
+    // would pair different calls. The set-up waits until after the marker.
     RegionLease region;
     if (!try_acquire_region(g, region)) {
-      comm::Task acquire = acquire_region(g, region);
-      co_await comm::run(acquire);
+      comm::Task reserve = reserve_region(g, region);
+      co_await comm::run(reserve);
+    }
+    if (two_ranks) {
+      comm::Task first = exchange_markers(g, buffer, root, markers);
+      co_await comm::run(first);
+    }
+    if (region.reserved_only()) {
+      comm::Task complete = complete_region(g, region);
+      co_await comm::run(complete);
     }
     // SEAM_SHM_SCHEDULE pins the eager schedule (slots-eager) or the gather's.
     const std::string& forced = Config::get().shm_schedule;

@@ -309,29 +309,54 @@ bool try_acquire_region(const Group& g, RegionLease& lease) {
 }
 
 comm::Task acquire_region(Group& g, RegionLease& lease) {
-  bool first = false;
-  {
-    std::lock_guard lock(cache().mutex);
-    auto key = key_of(g);
-    auto& entry = cache().regions[key];
-    if (!entry) {
-      entry = std::make_shared<ShmRegion>(std::move(key));
-      first = true;
+  comm::Task reserve = reserve_region(g, lease);
+  co_await comm::run(reserve);
+  comm::Task complete = complete_region(g, lease);
+  co_await comm::run(complete);
+}
+
+comm::Task reserve_region(Group& g, RegionLease& lease) {
+  for (;;) {
+    bool first = false;
+    {
+      std::lock_guard lock(cache().mutex);
+      auto key = key_of(g);
+      auto& entry = cache().regions[key];
+      if (!entry) {
+        entry = std::make_shared<ShmRegion>(std::move(key));
+        first = true;
+      }
+      lease.region_ = entry;
     }
-    lease.region_ = entry;
+    ShmRegion* region = lease.region_.get();
+    if (!first) {
+      // An earlier operation's failed set-up drops the region it waited for: start again.
+      co_await comm::until([region] { return region->dropped || (region->ready() && !region->busy); });
+      if (region->dropped) {
+        lease.region_.reset();
+        continue;
+      }
+    }
+    region->busy = true;
+    lease.needs_setup_ = first;
+    lease.reserved_only_ = true;
+    co_return;
   }
+}
+
+comm::Task complete_region(Group& g, RegionLease& lease) {
   ShmRegion* region = lease.region_.get();
-  if (!first) co_await comm::until([region] { return region->ready() && !region->busy; });
-  region->busy = true;
-  if (first) {
+  if (lease.needs_setup_) {
     comm::Task setup = set_up(g, *region);
     co_await comm::run(setup);
+    lease.needs_setup_ = false;
   }
   if (const uint64_t round = region->unconfirmed_round) {
     // Every rank's publication of this process's last round, checked against its own call.
     co_await peers_published(g, *region, round, region->signature_of(g.rank(), round), "broadcast");
     region->unconfirmed_round = 0;
   }
+  lease.reserved_only_ = false;
   last_region = lease.region_;
 }
 

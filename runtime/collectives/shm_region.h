@@ -191,6 +191,8 @@ class RegionLease {
   ShmRegion* operator->() const { return region_.get(); }
   ShmRegion& operator*() const { return *region_; }
   void finish() { finished_ = true; }
+  /// Whether reserve_region took the region and complete_region has yet to run.
+  bool reserved_only() const { return reserved_only_; }
   /// The same for an operation whose schedule the tuner chose: hands it the call's time.
   void finish(const ScheduleTuner::Choice& choice) {
     region_->tuner().done(choice);
@@ -199,9 +201,12 @@ class RegionLease {
 
  private:
   friend bool try_acquire_region(const Group& g, RegionLease& lease);
-  friend comm::Task acquire_region(Group& g, RegionLease& lease);
+  friend comm::Task reserve_region(Group& g, RegionLease& lease);
+  friend comm::Task complete_region(Group& g, RegionLease& lease);
   std::shared_ptr<ShmRegion> region_;
   bool finished_ = false;
+  bool reserved_only_ = false;
+  bool needs_setup_ = false;
 };
 
 /// The fast path of acquire_region: takes the region this thread used last if it is the
@@ -211,6 +216,13 @@ bool try_acquire_region(const Group& g, RegionLease& lease);
 /// process uses it; sets it up first if this process has none for these members (collective:
 /// the handshake runs over the group's messages).
 comm::Task acquire_region(Group& g, RegionLease& lease);
+/// acquire_region in two halves, for an operation that must take its turn on the region when it
+/// is issued but talks to its peers before the region's set-up (shm_broadcast's marker):
+/// reserve_region waits only for this process's earlier operations, never for a peer, so calls
+/// take the region in issue order on every rank; complete_region then sets the region up
+/// (collective, where this process had none) and waits for the peers' last eager round.
+comm::Task reserve_region(Group& g, RegionLease& lease);
+comm::Task complete_region(Group& g, RegionLease& lease);
 
 /// `co_await peers_published(g, region, round, signature, "all_reduce")`: resumes once every
 /// rank published `round`; then throws MismatchError if a peer's call differs.
