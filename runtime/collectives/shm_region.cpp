@@ -283,6 +283,20 @@ size_t shm_slot_bytes() {
   return std::clamp(kernels::l2_cache_bytes() / 2, size_t{256} << 10, size_t{1} << 20);
 }
 
+void release_regions(uint64_t communicator_id) {
+  std::lock_guard lock(cache().mutex);
+  auto& regions = cache().regions;
+  for (auto it = regions.begin(); it != regions.end();) {
+    if (it->first.first != communicator_id) {
+      ++it;
+      continue;
+    }
+    it->second->dropped = true;  // the fast path of this and other threads passes it by
+    it = regions.erase(it);
+  }
+  if (last_region && last_region->dropped) last_region.reset();
+}
+
 bool shm_capable(const Group& g) { return g.size() > 1 && g.transport_name() == "shm"; }
 
 /// Whether every rank published `round` with this rank's call of it (the deferred wait of

@@ -175,6 +175,11 @@ class ShmRegion {
 /// for a region.
 size_t shm_slot_bytes();
 
+/// Drops this process's regions of communicator `communicator_id` (it was destroyed): their
+/// mappings go once no operation holds them, so an engine that makes and drops groups for its
+/// whole life stays in bounded memory.
+void release_regions(uint64_t communicator_id);
+
 /// Whether the group's collectives can run through a shared region: more than one rank, all
 /// reached through the shared-memory transport.
 bool shm_capable(const Group& g);

@@ -252,6 +252,8 @@ class CommunicatorImpl {
  public:
   CommunicatorImpl(std::shared_ptr<Engine> engine, std::shared_ptr<const std::vector<int>> members,
                    int rank, uint32_t ctx);
+  /// Releases the communicator's shared-memory regions in this process.
+  ~CommunicatorImpl();
 
   /// A new collective operation of this communicator (consumes a sequence number).
   /// A collective's state; `signature` (tags::signature) goes into its messages' tags.

@@ -17,6 +17,7 @@
 #include "runtime/bootstrap/bootstrap.h"
 #include "runtime/collectives/collectives.h"
 #include "runtime/collectives/selection.h"
+#include "runtime/collectives/shm_region.h"
 #include "runtime/collectives/validate.h"
 #include "runtime/comm/comm_internal.h"
 #include "runtime/comm/composite_transport.h"
@@ -182,6 +183,8 @@ CommunicatorImpl::CommunicatorImpl(std::shared_ptr<Engine> engine_,
     : engine(std::move(engine_)), members(std::move(members_)), rank(rank_), ctx(ctx_),
       hosts(members_hosts(*engine, *members, (*members)[static_cast<size_t>(rank)])),
       transport(members_transport(*engine, hosts.get(), members->size())) {}
+
+CommunicatorImpl::~CommunicatorImpl() { collectives::release_regions(ctx); }
 
 std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op, uint32_t signature) {
   engine->check_usable();
