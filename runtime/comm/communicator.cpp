@@ -416,12 +416,31 @@ using collectives::check_counts;
 using collectives::check_rank;
 
 Work Communicator::all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) {
+  // Every check before the sequence number: a refused call leaves the communicator in step.
+  constexpr std::string_view name = "all_reduce";
+  collectives::check_dtype(name, dtype);
+  collectives::check_op(name, op);
+  collectives::check_reducible(name, dtype);
+  const size_t bytes = collectives::checked_bytes(name, count, dtype);
+  collectives::check_buffer(name, "the send buffer", send, bytes);
+  collectives::check_buffer(name, "the receive buffer", recv, bytes);
+  collectives::check_overlap(name, send, bytes, recv, bytes, 0);
   auto w = impl_->new_collective(collectives::Collective::all_reduce, dtype, op);
   w->task = collectives::all_reduce(w->group, send, recv, count, dtype, op);
   return impl_->launch(std::move(w));
 }
 
 Work Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DType dtype, ReduceOp op) {
+  constexpr std::string_view name = "reduce_scatter";
+  collectives::check_dtype(name, dtype);
+  collectives::check_op(name, op);
+  collectives::check_reducible(name, dtype);
+  const size_t recv_bytes = collectives::checked_bytes(name, recv_count, dtype);
+  const size_t send_bytes = collectives::checked_bytes(name, recv_count, dtype, static_cast<size_t>(size()));
+  collectives::check_buffer(name, "the send buffer", send, send_bytes);
+  collectives::check_buffer(name, "the receive buffer", recv, recv_bytes);
+  collectives::check_overlap(name, send, send_bytes, recv, recv_bytes,
+                             -static_cast<std::ptrdiff_t>(recv_bytes) * rank());
   auto w = impl_->new_collective(collectives::Collective::reduce_scatter, dtype, op);
   w->task = collectives::reduce_scatter(w->group, send, recv, recv_count, dtype, op);
   return impl_->launch(std::move(w));
@@ -429,7 +448,19 @@ Work Communicator::reduce_scatter(const void* send, void* recv, size_t recv_coun
 
 Work Communicator::reduce_scatterv(const void* send, void* recv, std::span<const size_t> counts, DType dtype,
                                    ReduceOp op) {
-  check_counts("reduce_scatterv", size(), counts);
+  constexpr std::string_view name = "reduce_scatterv";
+  check_counts(name, size(), counts);
+  collectives::check_dtype(name, dtype);
+  collectives::check_op(name, op);
+  collectives::check_reducible(name, dtype);
+  const size_t send_bytes = collectives::checked_total_bytes(name, counts, dtype);
+  const size_t recv_bytes = counts[static_cast<size_t>(rank())] * dtype_size(dtype);
+  size_t before = 0;
+  for (int r = 0; r < rank(); ++r) before += counts[static_cast<size_t>(r)];
+  collectives::check_buffer(name, "the send buffer", send, send_bytes);
+  collectives::check_buffer(name, "the receive buffer", recv, recv_bytes);
+  collectives::check_overlap(name, send, send_bytes, recv, recv_bytes,
+                             -static_cast<std::ptrdiff_t>(before * dtype_size(dtype)));
   auto w = impl_->new_collective(collectives::Collective::reduce_scatterv, dtype, op);
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::reduce_scatterv(w->group, send, recv, w->counts, dtype, op);
@@ -437,13 +468,31 @@ Work Communicator::reduce_scatterv(const void* send, void* recv, std::span<const
 }
 
 Work Communicator::all_gather(const void* send, void* recv, size_t send_count, DType dtype) {
+  constexpr std::string_view name = "all_gather";
+  collectives::check_dtype(name, dtype);
+  const size_t send_bytes = collectives::checked_bytes(name, send_count, dtype);
+  const size_t recv_bytes = collectives::checked_bytes(name, send_count, dtype, static_cast<size_t>(size()));
+  collectives::check_buffer(name, "the send buffer", send, send_bytes);
+  collectives::check_buffer(name, "the receive buffer", recv, recv_bytes);
+  collectives::check_overlap(name, send, send_bytes, recv, recv_bytes,
+                             static_cast<std::ptrdiff_t>(send_bytes) * rank());
   auto w = impl_->new_collective(collectives::Collective::all_gather, dtype);
   w->task = collectives::all_gather(w->group, send, recv, send_count, dtype);
   return impl_->launch(std::move(w));
 }
 
 Work Communicator::all_gatherv(const void* send, void* recv, std::span<const size_t> counts, DType dtype) {
-  check_counts("all_gatherv", size(), counts);
+  constexpr std::string_view name = "all_gatherv";
+  check_counts(name, size(), counts);
+  collectives::check_dtype(name, dtype);
+  const size_t recv_bytes = collectives::checked_total_bytes(name, counts, dtype);
+  const size_t send_bytes = counts[static_cast<size_t>(rank())] * dtype_size(dtype);
+  size_t before = 0;
+  for (int r = 0; r < rank(); ++r) before += counts[static_cast<size_t>(r)];
+  collectives::check_buffer(name, "the send buffer", send, send_bytes);
+  collectives::check_buffer(name, "the receive buffer", recv, recv_bytes);
+  collectives::check_overlap(name, send, send_bytes, recv, recv_bytes,
+                             static_cast<std::ptrdiff_t>(before * dtype_size(dtype)));
   auto w = impl_->new_collective(collectives::Collective::all_gatherv, dtype);
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::all_gatherv(w->group, send, recv, w->counts, dtype);
@@ -452,6 +501,8 @@ Work Communicator::all_gatherv(const void* send, void* recv, std::span<const siz
 
 Work Communicator::broadcast(void* buffer, size_t count, DType dtype, int root) {
   check_rank("broadcast", "root", size(), root);
+  collectives::check_dtype("broadcast", dtype);
+  collectives::check_buffer("broadcast", "the buffer", buffer, collectives::checked_bytes("broadcast", count, dtype));
   auto w = impl_->new_collective(collectives::Collective::broadcast, dtype);
   w->task = collectives::broadcast(w->group, buffer, count, dtype, root);
   return impl_->launch(std::move(w));
@@ -460,6 +511,10 @@ Work Communicator::broadcast(void* buffer, size_t count, DType dtype, int root) 
 Work Communicator::scatterv(const void* send, void* recv, std::span<const size_t> counts, DType dtype, int root) {
   check_counts("scatterv", size(), counts);
   check_rank("scatterv", "root", size(), root);
+  collectives::check_dtype("scatterv", dtype);
+  const size_t total_bytes = collectives::checked_total_bytes("scatterv", counts, dtype);
+  if (rank() == root) collectives::check_buffer("scatterv", "the root's send buffer", send, total_bytes);
+  collectives::check_buffer("scatterv", "the receive buffer", recv, counts[static_cast<size_t>(rank())] * dtype_size(dtype));
   auto w = impl_->new_collective(collectives::Collective::scatterv, dtype);
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::scatterv(w->group, send, recv, w->counts, dtype, root);
