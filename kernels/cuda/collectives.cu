@@ -3,29 +3,13 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "kernels/cuda/norm_device.cuh"
 #include "kernels/cuda/peer_sync.cuh"
 
 namespace seam::kernels::cuda {
 namespace {
 
 constexpr int kThreads = 512;
-
-template <class T>
-__device__ __forceinline__ float to_f32(T v);
-template <>
-__device__ __forceinline__ float to_f32(float v) { return v; }
-template <>
-__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <>
-__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
-template <class T>
-__device__ __forceinline__ T from_f32(float v);
-template <>
-__device__ __forceinline__ float from_f32(float v) { return v; }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32(float v) { return __float2bfloat16_rn(v); }
-template <>
-__device__ __forceinline__ __half from_f32(float v) { return __float2half_rn(v); }
 
 template <ReduceOp Op>
 __device__ __forceinline__ float combine(float a, float b) {
@@ -75,7 +59,7 @@ __device__ __forceinline__ void copy_piece(T* dst, const T* src, Piece p, bool v
 }
 
 /// dst[i] = op over r < n of srcs[r][i], in FP32, ranks in order, one rounding.
-template <class T, ReduceOp Op>
+template <class Io, ReduceOp Op, class T = typename Io::T>
 __device__ __forceinline__ void reduce_piece(T* dst, const T* const* srcs, int n, Piece p, bool vec) {
   constexpr int V = 16 / sizeof(T);
   size_t i = p.lo;
@@ -88,36 +72,31 @@ __device__ __forceinline__ void reduce_piece(T* dst, const T* const* srcs, int n
         const uint4 v = __ldcg(reinterpret_cast<const uint4*>(srcs[0] + at));
         const T* e = reinterpret_cast<const T*>(&v);
 #pragma unroll
-        for (int j = 0; j < V; ++j) acc[j] = to_f32(e[j]);
+        for (int j = 0; j < V; ++j) acc[j] = Io::load(e[j]);
       }
       for (int r = 1; r < n; ++r) {
         const uint4 v = __ldcg(reinterpret_cast<const uint4*>(srcs[r] + at));
         const T* e = reinterpret_cast<const T*>(&v);
 #pragma unroll
-        for (int j = 0; j < V; ++j) acc[j] = combine<Op>(acc[j], to_f32(e[j]));
+        for (int j = 0; j < V; ++j) acc[j] = combine<Op>(acc[j], Io::load(e[j]));
       }
       uint4 out;
       T* o = reinterpret_cast<T*>(&out);
 #pragma unroll
-      for (int j = 0; j < V; ++j) o[j] = from_f32<T>(acc[j]);
+      for (int j = 0; j < V; ++j) o[j] = Io::store(acc[j]);
       *reinterpret_cast<uint4*>(dst + at) = out;
     }
     i = p.lo + nv * V;
   }
   for (size_t k = i + threadIdx.x; k < p.hi; k += blockDim.x) {
-    float acc = to_f32(load_peer(srcs[0] + k));
-    for (int r = 1; r < n; ++r) acc = combine<Op>(acc, to_f32(load_peer(srcs[r] + k)));
-    dst[k] = from_f32<T>(acc);
+    float acc = Io::load(load_peer(srcs[0] + k));
+    for (int r = 1; r < n; ++r) acc = combine<Op>(acc, Io::load(load_peer(srcs[r] + k)));
+    dst[k] = Io::store(acc);
   }
 }
 
-template <class T>
-__device__ __forceinline__ Piece offset(Piece p, size_t by) {
-  return {p.lo + by, p.hi + by};
-}
-
 // One-shot all-reduce: copy in, meet, every rank reduces the whole from every workspace, meet.
-template <class T, ReduceOp Op>
+template <class Io, ReduceOp Op, class T = typename Io::T>
 __global__ void __launch_bounds__(kThreads) all_reduce_one_shot(CollectiveStep a, bool vec) {
   constexpr int V = 16 / sizeof(T);
   const Share sh = a.share[0];
@@ -127,13 +106,13 @@ __global__ void __launch_bounds__(kThreads) all_reduce_one_shot(CollectiveStep a
   if (!device::barrier(a.sync, blockIdx.x == 0)) return;
   const T* srcs[kMaxRanks];
   for (int r = 0; r < a.sync.size; ++r) srcs[r] = static_cast<const T*>(a.ws[r]) + sh.ws;
-  reduce_piece<T, Op>(static_cast<T*>(a.recv) + sh.user, srcs, a.sync.size, p, vec);
+  reduce_piece<Io, Op>(static_cast<T*>(a.recv) + sh.user, srcs, a.sync.size, p, vec);
   device::barrier(a.sync);
 }
 
 // Two-shot all-reduce: copy in, meet, rank r reduces share r into its workspace (and output),
 // meet, every rank copies the other shares from their owners' workspaces, meet.
-template <class T, ReduceOp Op>
+template <class Io, ReduceOp Op, class T = typename Io::T>
 __global__ void __launch_bounds__(kThreads) all_reduce_two_shot(CollectiveStep a, bool vec) {
   constexpr int V = 16 / sizeof(T);
   const int me = a.sync.rank, n = a.sync.size;
@@ -151,7 +130,7 @@ __global__ void __launch_bounds__(kThreads) all_reduce_two_shot(CollectiveStep a
     const T* srcs[kMaxRanks];
     for (int r = 0; r < n; ++r) srcs[r] = static_cast<const T*>(a.ws[r]) + sh.ws;
     // In place in this rank's workspace: each element is read from every rank, then written.
-    reduce_piece<T, Op>(mine + sh.ws, srcs, n, p, vec);
+    reduce_piece<Io, Op>(mine + sh.ws, srcs, n, p, vec);
     __syncthreads();
     copy_piece(recv + sh.user, mine + sh.ws, p, vec);
   }
@@ -166,7 +145,7 @@ __global__ void __launch_bounds__(kThreads) all_reduce_two_shot(CollectiveStep a
 
 // Reduce-scatter(v): copy the peers' blocks in, meet, reduce this rank's block (its own part read
 // from send), meet.
-template <class T, ReduceOp Op>
+template <class Io, ReduceOp Op, class T = typename Io::T>
 __global__ void __launch_bounds__(kThreads) reduce_scatter_kernel(CollectiveStep a, size_t recv_offset, bool vec) {
   constexpr int V = 16 / sizeof(T);
   const int me = a.sync.rank, n = a.sync.size;
@@ -181,12 +160,12 @@ __global__ void __launch_bounds__(kThreads) reduce_scatter_kernel(CollectiveStep
   const Share sh = a.share[me];
   const T* srcs[kMaxRanks];
   for (int r = 0; r < n; ++r) srcs[r] = r == me ? send + sh.user : static_cast<const T*>(a.ws[r]) + sh.ws;
-  reduce_piece<T, Op>(static_cast<T*>(a.recv) + recv_offset, srcs, n, piece_of(sh.len, vec ? V : 1), vec);
+  reduce_piece<Io, Op>(static_cast<T*>(a.recv) + recv_offset, srcs, n, piece_of(sh.len, vec ? V : 1), vec);
   device::barrier(a.sync);
 }
 
 // All-gather(v): copy this rank's block in, meet, copy every peer's block out, meet.
-template <class T>
+template <class Io, class T = typename Io::T>
 __global__ void __launch_bounds__(kThreads) all_gather_kernel(CollectiveStep a, size_t send_offset, bool vec) {
   constexpr int V = 16 / sizeof(T);
   const int me = a.sync.rank, n = a.sync.size;
@@ -208,7 +187,7 @@ __global__ void __launch_bounds__(kThreads) all_gather_kernel(CollectiveStep a, 
 }
 
 // Broadcast: the root copies in, meet, the others copy out, meet.
-template <class T>
+template <class Io, class T = typename Io::T>
 __global__ void __launch_bounds__(kThreads) broadcast_kernel(CollectiveStep a, bool vec) {
   constexpr int V = 16 / sizeof(T);
   const Share sh = a.share[0];
@@ -237,9 +216,9 @@ bool vectorisable(const CollectiveStep& s, size_t element, std::initializer_list
 template <class F>
 cudaError_t by_dtype(DType dtype, F&& f) {
   switch (dtype) {
-    case DType::f32: return f(float{});
-    case DType::bf16: return f(__nv_bfloat16{});
-    case DType::f16: return f(__half{});
+    case DType::f32: return f(device::F32Io{});
+    case DType::bf16: return f(device::Bf16Io{});
+    case DType::f16: return f(device::F16Io{});
     default: return cudaErrorInvalidValue;
   }
 }
@@ -259,14 +238,14 @@ cudaError_t by_op(ReduceOp op, F&& f) {
 cudaError_t launch_all_reduce(const CollectiveStep& step, DType dtype, ReduceOp op, DeviceAlgo algo,
                               cudaStream_t stream) {
   const bool vec = vectorisable(step, dtype_size(dtype), {});
-  return by_dtype(dtype, [&](auto t) {
-    using T = decltype(t);
+  return by_dtype(dtype, [&](auto io) {
+    using Io = decltype(io);
     return by_op(op, [&](auto o) {
       constexpr ReduceOp Op = decltype(o)::value;
       if (algo == DeviceAlgo::one_shot)
-        all_reduce_one_shot<T, Op><<<step.blocks, kThreads, 0, stream>>>(step, vec);
+        all_reduce_one_shot<Io, Op><<<step.blocks, kThreads, 0, stream>>>(step, vec);
       else
-        all_reduce_two_shot<T, Op><<<step.blocks, kThreads, 0, stream>>>(step, vec);
+        all_reduce_two_shot<Io, Op><<<step.blocks, kThreads, 0, stream>>>(step, vec);
       return cudaGetLastError();
     });
   });
@@ -275,10 +254,10 @@ cudaError_t launch_all_reduce(const CollectiveStep& step, DType dtype, ReduceOp 
 cudaError_t launch_reduce_scatter(const CollectiveStep& step, DType dtype, ReduceOp op, size_t recv_offset,
                                   cudaStream_t stream) {
   const bool vec = vectorisable(step, dtype_size(dtype), {recv_offset});
-  return by_dtype(dtype, [&](auto t) {
-    using T = decltype(t);
+  return by_dtype(dtype, [&](auto io) {
+    using Io = decltype(io);
     return by_op(op, [&](auto o) {
-      reduce_scatter_kernel<T, decltype(o)::value><<<step.blocks, kThreads, 0, stream>>>(step, recv_offset, vec);
+      reduce_scatter_kernel<Io, decltype(o)::value><<<step.blocks, kThreads, 0, stream>>>(step, recv_offset, vec);
       return cudaGetLastError();
     });
   });
@@ -286,18 +265,18 @@ cudaError_t launch_reduce_scatter(const CollectiveStep& step, DType dtype, Reduc
 
 cudaError_t launch_all_gather(const CollectiveStep& step, DType dtype, size_t send_offset, cudaStream_t stream) {
   const bool vec = vectorisable(step, dtype_size(dtype), {send_offset});
-  return by_dtype(dtype, [&](auto t) {
-    using T = decltype(t);
-    all_gather_kernel<T><<<step.blocks, kThreads, 0, stream>>>(step, send_offset, vec);
+  return by_dtype(dtype, [&](auto io) {
+    using Io = decltype(io);
+    all_gather_kernel<Io><<<step.blocks, kThreads, 0, stream>>>(step, send_offset, vec);
     return cudaGetLastError();
   });
 }
 
 cudaError_t launch_broadcast(const CollectiveStep& step, DType dtype, cudaStream_t stream) {
   const bool vec = vectorisable(step, dtype_size(dtype), {});
-  return by_dtype(dtype, [&](auto t) {
-    using T = decltype(t);
-    broadcast_kernel<T><<<step.blocks, kThreads, 0, stream>>>(step, vec);
+  return by_dtype(dtype, [&](auto io) {
+    using Io = decltype(io);
+    broadcast_kernel<Io><<<step.blocks, kThreads, 0, stream>>>(step, vec);
     return cudaGetLastError();
   });
 }

@@ -413,6 +413,16 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
 // Arguments are checked here, before the call takes a sequence number, so a rejected call
 // leaves the communicator's calls in step on every rank.
 using collectives::check_counts;
+
+namespace {
+/// Bytes of the blocks ahead of rank's in a v-collective (where its block lies in place); the
+/// counts' sum was checked not to overflow.
+std::ptrdiff_t bytes_before(std::span<const size_t> counts, int rank, DType dtype) {
+  size_t before = 0;
+  for (int r = 0; r < rank; ++r) before += counts[static_cast<size_t>(r)];
+  return static_cast<std::ptrdiff_t>(before * dtype_size(dtype));
+}
+}  // namespace
 using collectives::check_rank;
 
 Work Communicator::all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) {
@@ -455,12 +465,9 @@ Work Communicator::reduce_scatterv(const void* send, void* recv, std::span<const
   collectives::check_reducible(name, dtype);
   const size_t send_bytes = collectives::checked_total_bytes(name, counts, dtype);
   const size_t recv_bytes = counts[static_cast<size_t>(rank())] * dtype_size(dtype);
-  size_t before = 0;
-  for (int r = 0; r < rank(); ++r) before += counts[static_cast<size_t>(r)];
   collectives::check_buffer(name, "the send buffer", send, send_bytes);
   collectives::check_buffer(name, "the receive buffer", recv, recv_bytes);
-  collectives::check_overlap(name, send, send_bytes, recv, recv_bytes,
-                             -static_cast<std::ptrdiff_t>(before * dtype_size(dtype)));
+  collectives::check_overlap(name, send, send_bytes, recv, recv_bytes, -bytes_before(counts, rank(), dtype));
   auto w = impl_->new_collective(collectives::Collective::reduce_scatterv, dtype, op);
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::reduce_scatterv(w->group, send, recv, w->counts, dtype, op);
@@ -487,12 +494,9 @@ Work Communicator::all_gatherv(const void* send, void* recv, std::span<const siz
   collectives::check_dtype(name, dtype);
   const size_t recv_bytes = collectives::checked_total_bytes(name, counts, dtype);
   const size_t send_bytes = counts[static_cast<size_t>(rank())] * dtype_size(dtype);
-  size_t before = 0;
-  for (int r = 0; r < rank(); ++r) before += counts[static_cast<size_t>(r)];
   collectives::check_buffer(name, "the send buffer", send, send_bytes);
   collectives::check_buffer(name, "the receive buffer", recv, recv_bytes);
-  collectives::check_overlap(name, send, send_bytes, recv, recv_bytes,
-                             static_cast<std::ptrdiff_t>(before * dtype_size(dtype)));
+  collectives::check_overlap(name, send, send_bytes, recv, recv_bytes, bytes_before(counts, rank(), dtype));
   auto w = impl_->new_collective(collectives::Collective::all_gatherv, dtype);
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::all_gatherv(w->group, send, recv, w->counts, dtype);

@@ -52,6 +52,31 @@ size_t vector_elems(DType dtype) { return 16 / dtype_size(dtype); }
 
 }  // namespace
 
+size_t DeviceCommunicatorImpl::block_steps(const void* send, void* recv, std::span<const size_t> counts,
+                                           const std::vector<size_t>& offsets, DType dtype, uint64_t signature,
+                                           const std::function<void(const kernels::cuda::CollectiveStep&, size_t)>& launch) {
+  const size_t e = dtype_size(dtype), V = vector_elems(dtype), n = counts.size();
+  const size_t chunk = std::max(V, workspace_bytes / e / n / V * V);  // per rank and step
+  const size_t longest = *std::max_element(counts.begin(), counts.end());
+  size_t k = 0;
+  for (; k * chunk < longest; ++k) {
+    CollectiveStep st;
+    st.send = send;
+    st.recv = recv;
+    std::copy(ws, ws + size, st.ws);
+    size_t step_bytes = 0;
+    for (size_t s = 0; s < n; ++s) {
+      const size_t done = std::min(k * chunk, counts[s]);
+      st.share[s] = Share{offsets[s] + done, s * chunk, std::min(chunk, counts[s] - done)};
+      step_bytes += st.share[s].len * e;
+    }
+    st.blocks = blocks_for(step_bytes / n, max_blocks);
+    st.sync = sync(signature);
+    launch(st, k * chunk);
+  }
+  return k;
+}
+
 comm::Work DeviceCommunicator::all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
                                           cudaStream_t stream) {
   auto& d = *impl_;
@@ -61,7 +86,7 @@ comm::Work DeviceCommunicator::all_reduce(const void* send, void* recv, size_t c
   if (count == 0) return (d.begin(call, stream), comm::Work());
   d.pointers.require_device(send, bytes, "all_reduce", "the send buffer");
   d.pointers.require_device(recv, bytes, "all_reduce", "the receive buffer");
-  d.begin(call, stream);
+  const cudaStreamCaptureStatus capture = d.begin(call, stream);
   if (!d.peer_path) return staged::all_reduce(d, send, recv, count, dtype, op, stream);
   const DeviceAlgo algo = select_all_reduce(bytes, d.size, d.algo_override);
   const size_t e = dtype_size(dtype), V = vector_elems(dtype), n = static_cast<size_t>(d.size);
@@ -88,7 +113,7 @@ comm::Work DeviceCommunicator::all_reduce(const void* send, void* recv, size_t c
   }
   SEAM_LOG_DEBUG("seam: device all_reduce {} x {} {}: {} over peer memory, {} step(s)", count, dtype_name(dtype),
                  reduce_op_name(op), algo_name(algo), steps);
-  return d.finish(call, stream);
+  return d.finish(call, stream, capture);
 }
 
 comm::Work DeviceCommunicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DType dtype,
@@ -125,30 +150,16 @@ comm::Work DeviceCommunicatorImpl::reduce_scatter_blocks(DeviceCall call, const 
   if (total == 0) return (begin(call, stream), comm::Work());
   pointers.require_device(send, total_bytes, op_name, "the send buffer");
   if (mine) pointers.require_device(recv, mine * dtype_size(dtype), op_name, "the receive buffer");
-  begin(call, stream);
-  if (!peer_path) return staged::reduce_scatter(*this, send, recv, counts, offsets, dtype, op, stream);
-  const size_t e = dtype_size(dtype), V = vector_elems(dtype), n = static_cast<size_t>(size);
-  const size_t chunk = std::max(V, workspace_bytes / e / n / V * V);  // per rank and step
-  const size_t longest = *std::max_element(counts.begin(), counts.end());
-  const uint64_t sig = call_signature(call, static_cast<int>(dtype), static_cast<int>(op), 0, counts.data(), n);
-  for (size_t k = 0; k * chunk < longest; ++k) {
-    CollectiveStep st;
-    st.send = send;
-    st.recv = recv;
-    std::copy(ws, ws + size, st.ws);
-    size_t step_bytes = 0;
-    for (size_t s = 0; s < n; ++s) {
-      const size_t done = std::min(k * chunk, counts[s]);
-      st.share[s] = Share{offsets[s] + done, s * chunk, std::min(chunk, counts[s] - done)};
-      step_bytes += st.share[s].len * e;
-    }
-    st.blocks = blocks_for(step_bytes / n, max_blocks);
-    st.sync = sync(sig);
-    check_launch(kernels::cuda::launch_reduce_scatter(st, dtype, op, std::min(k * chunk, mine), stream), call);
-  }
+  const cudaStreamCaptureStatus capture = begin(call, stream);
+  if (!peer_path) return staged::reduce_scatter(*this, send, recv, counts, dtype, op, stream);
+  const uint64_t sig = call_signature(call, static_cast<int>(dtype), static_cast<int>(op), 0, counts.data(),
+                                      counts.size());
+  const size_t steps = block_steps(send, recv, counts, offsets, dtype, sig, [&](const CollectiveStep& st, size_t done) {
+    check_launch(kernels::cuda::launch_reduce_scatter(st, dtype, op, std::min(done, mine), stream), call);
+  });
   SEAM_LOG_DEBUG("seam: device {} {} x {} {}: one-shot over peer memory, {} step(s)", op_name, total,
-                 dtype_name(dtype), reduce_op_name(op), (longest + chunk - 1) / chunk);
-  return finish(call, stream);
+                 dtype_name(dtype), reduce_op_name(op), steps);
+  return finish(call, stream, capture);
 }
 
 comm::Work DeviceCommunicatorImpl::all_gather_blocks(DeviceCall call, const void* send, void* recv,
@@ -163,30 +174,15 @@ comm::Work DeviceCommunicatorImpl::all_gather_blocks(DeviceCall call, const void
   if (total == 0) return (begin(call, stream), comm::Work());
   if (mine) pointers.require_device(send, mine * dtype_size(dtype), op_name, "the send buffer");
   pointers.require_device(recv, total_bytes, op_name, "the receive buffer");
-  begin(call, stream);
-  if (!peer_path) return staged::all_gather(*this, send, recv, counts, offsets, dtype, stream);
-  const size_t e = dtype_size(dtype), V = vector_elems(dtype), n = static_cast<size_t>(size);
-  const size_t chunk = std::max(V, workspace_bytes / e / n / V * V);
-  const size_t longest = *std::max_element(counts.begin(), counts.end());
-  const uint64_t sig = call_signature(call, static_cast<int>(dtype), 0, 0, counts.data(), n);
-  for (size_t k = 0; k * chunk < longest; ++k) {
-    CollectiveStep st;
-    st.send = send;
-    st.recv = recv;
-    std::copy(ws, ws + size, st.ws);
-    size_t step_bytes = 0;
-    for (size_t s = 0; s < n; ++s) {
-      const size_t done = std::min(k * chunk, counts[s]);
-      st.share[s] = Share{offsets[s] + done, s * chunk, std::min(chunk, counts[s] - done)};
-      step_bytes += st.share[s].len * e;
-    }
-    st.blocks = blocks_for(step_bytes / n, max_blocks);
-    st.sync = sync(sig);
-    check_launch(kernels::cuda::launch_all_gather(st, dtype, std::min(k * chunk, mine), stream), call);
-  }
+  const cudaStreamCaptureStatus capture = begin(call, stream);
+  if (!peer_path) return staged::all_gather(*this, send, recv, counts, dtype, stream);
+  const uint64_t sig = call_signature(call, static_cast<int>(dtype), 0, 0, counts.data(), counts.size());
+  const size_t steps = block_steps(send, recv, counts, offsets, dtype, sig, [&](const CollectiveStep& st, size_t done) {
+    check_launch(kernels::cuda::launch_all_gather(st, dtype, std::min(done, mine), stream), call);
+  });
   SEAM_LOG_DEBUG("seam: device {} {} x {}: over peer memory, {} step(s)", op_name, total, dtype_name(dtype),
-                 (longest + chunk - 1) / chunk);
-  return finish(call, stream);
+                 steps);
+  return finish(call, stream, capture);
 }
 
 comm::Work DeviceCommunicator::broadcast(void* buffer, size_t count, DType dtype, int root, cudaStream_t stream) {
@@ -199,7 +195,7 @@ comm::Work DeviceCommunicator::broadcast(void* buffer, size_t count, DType dtype
   const size_t bytes = bytes_of("broadcast", count, dtype);
   if (count == 0) return (d.begin(call, stream), comm::Work());
   d.pointers.require_device(buffer, bytes, "broadcast", "the buffer");
-  d.begin(call, stream);
+  const cudaStreamCaptureStatus capture = d.begin(call, stream);
   if (!d.peer_path) return staged::broadcast(d, buffer, count, dtype, root, stream);
   const size_t e = dtype_size(dtype), V = vector_elems(dtype);
   const size_t cap = std::max(V, d.workspace_bytes / e / V * V);
@@ -216,7 +212,7 @@ comm::Work DeviceCommunicator::broadcast(void* buffer, size_t count, DType dtype
     d.check_launch(kernels::cuda::launch_broadcast(st, dtype, stream), call);
   }
   SEAM_LOG_DEBUG("seam: device broadcast {} x {} from rank {}: over peer memory", count, dtype_name(dtype), root);
-  return d.finish(call, stream);
+  return d.finish(call, stream, capture);
 }
 
 comm::Work DeviceCommunicatorImpl::fused_norm(DeviceCall call, const Tensor& partial, const Tensor& residual,
@@ -240,7 +236,7 @@ comm::Work DeviceCommunicatorImpl::fused_norm(DeviceCall call, const Tensor& par
     pointers.require_device(t->data, span, op_name, t == &partial ? "the partial" : t == &residual ? "the residual" : "the output");
   }
   if (norm.weight) pointers.require_device(norm.weight, static_cast<size_t>(partial.cols) * dtype_size(norm.weight_dtype), op_name, "the norm weight");
-  begin(call, stream);
+  const cudaStreamCaptureStatus capture = begin(call, stream);
   if (!peer_path) return staged::fused_norm(*this, partial, residual, norm, out, fp8_out, stream);
   const size_t row_bytes = static_cast<size_t>(partial.cols) * dtype_size(partial.dtype);
   const int64_t rows_per_step = static_cast<int64_t>(workspace_bytes / row_bytes);
@@ -269,7 +265,7 @@ comm::Work DeviceCommunicatorImpl::fused_norm(DeviceCall call, const Tensor& par
   }
   SEAM_LOG_DEBUG("seam: device {} {} x {} {}: one-shot fused over peer memory", op_name, partial.rows, partial.cols,
                  dtype_name(partial.dtype));
-  return finish(call, stream);
+  return finish(call, stream, capture);
 }
 
 comm::Work DeviceCommunicator::all_reduce_add_rms_norm(const Tensor& partial, const Tensor& residual,

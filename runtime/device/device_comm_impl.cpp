@@ -229,7 +229,7 @@ kernels::cuda::PeerSync DeviceCommunicatorImpl::sync(uint64_t signature) const {
   return s;
 }
 
-void DeviceCommunicatorImpl::begin(DeviceCall call, cudaStream_t stream) {
+cudaStreamCaptureStatus DeviceCommunicatorImpl::begin(DeviceCall call, cudaStream_t stream) {
   auto& engine = *host->impl().engine;
   if (engine.aborted() && !state->aborted())
     state->abort(kernels::cuda::abort_code(kernels::cuda::kAbortUser, rank, -1),
@@ -246,11 +246,10 @@ void DeviceCommunicatorImpl::begin(DeviceCall call, cudaStream_t stream) {
                      ": issued on another stream while the communicator's previous call is still in flight on its "
                      "stream; one communicator takes one stream at a time (synchronise them, or use a communicator "
                      "per stream)");
+  return capture;
 }
 
-comm::Work DeviceCommunicatorImpl::finish(DeviceCall call, cudaStream_t stream) {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  cuda_check(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
+comm::Work DeviceCommunicatorImpl::finish(DeviceCall call, cudaStream_t stream, cudaStreamCaptureStatus capture) {
   last_stream_ = stream;
   if (capture != cudaStreamCaptureStatusNone || !peer_path) {
     // A captured call runs at replay (check() reports its failure); a staged one is done.

@@ -33,10 +33,17 @@ class DeviceCommunicatorImpl {
   DeviceCommunicatorImpl(std::shared_ptr<comm::Communicator> host, int device);
   ~DeviceCommunicatorImpl();
 
-  /// Checks before a call: not aborted, the host engine usable, one stream at a time.
-  void begin(DeviceCall call, cudaStream_t stream);
+  /// Checks before a call: not aborted, the host engine usable, one stream at a time. Returns
+  /// whether the stream is capturing, for finish().
+  cudaStreamCaptureStatus begin(DeviceCall call, cudaStream_t stream);
   /// After the call's launches: the eager call's Work, or a finished one under capture.
-  comm::Work finish(DeviceCall call, cudaStream_t stream);
+  comm::Work finish(DeviceCall call, cudaStream_t stream, cudaStreamCaptureStatus capture);
+  /// Launches the steps of a call whose rank r owns counts[r] elements at offsets[r]: each step
+  /// moves up to a workspace's share of every block; launch(step, elements of each block before
+  /// it). Returns the number of steps.
+  size_t block_steps(const void* send, void* recv, std::span<const size_t> counts, const std::vector<size_t>& offsets,
+                     DType dtype, uint64_t signature,
+                     const std::function<void(const kernels::cuda::CollectiveStep&, size_t)>& launch);
   /// A PeerSync for a step of a call with this signature.
   kernels::cuda::PeerSync sync(uint64_t signature) const;
   /// Throws a CommError naming the launch's failure (and aborts), when err is not cudaSuccess.

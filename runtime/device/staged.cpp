@@ -61,7 +61,7 @@ comm::Work all_reduce(DeviceCommunicatorImpl& d, const void* send, void* recv, s
 }
 
 comm::Work reduce_scatter(DeviceCommunicatorImpl& d, const void* send, void* recv, std::span<const size_t> counts,
-                          const std::vector<size_t>& offsets, DType dtype, ReduceOp op, cudaStream_t stream) {
+                          DType dtype, ReduceOp op, cudaStream_t stream) {
   const size_t e = dtype_size(dtype);
   const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0}) * e;
   const size_t mine = counts[static_cast<size_t>(d.rank)] * e;
@@ -69,13 +69,12 @@ comm::Work reduce_scatter(DeviceCommunicatorImpl& d, const void* send, void* rec
   to_host(h, send, total, stream);
   d.host->reduce_scatterv(h, h + align16(total), counts, dtype, op).wait();
   to_device(recv, h + align16(total), mine, stream);
-  (void)offsets;
   SEAM_LOG_DEBUG("seam: device reduce_scatterv {} bytes: staged through host memory", total);
   return comm::Work();
 }
 
 comm::Work all_gather(DeviceCommunicatorImpl& d, const void* send, void* recv, std::span<const size_t> counts,
-                      const std::vector<size_t>& offsets, DType dtype, cudaStream_t stream) {
+                      DType dtype, cudaStream_t stream) {
   const size_t e = dtype_size(dtype);
   const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0}) * e;
   const size_t mine = counts[static_cast<size_t>(d.rank)] * e;
@@ -84,7 +83,6 @@ comm::Work all_gather(DeviceCommunicatorImpl& d, const void* send, void* recv, s
   to_host(mine_at, send, mine, stream);
   d.host->all_gatherv(mine_at, h, counts, dtype).wait();
   to_device(recv, h, total, stream);
-  (void)offsets;
   SEAM_LOG_DEBUG("seam: device all_gatherv {} bytes: staged through host memory", total);
   return comm::Work();
 }

@@ -6,7 +6,6 @@
 #include <cuda_runtime_api.h>
 
 #include <span>
-#include <vector>
 
 #include "runtime/device/device_comm_impl.h"
 
@@ -15,9 +14,9 @@ namespace seam::device::staged {
 comm::Work all_reduce(DeviceCommunicatorImpl& d, const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
                       cudaStream_t stream);
 comm::Work reduce_scatter(DeviceCommunicatorImpl& d, const void* send, void* recv, std::span<const size_t> counts,
-                          const std::vector<size_t>& offsets, DType dtype, ReduceOp op, cudaStream_t stream);
+                          DType dtype, ReduceOp op, cudaStream_t stream);
 comm::Work all_gather(DeviceCommunicatorImpl& d, const void* send, void* recv, std::span<const size_t> counts,
-                      const std::vector<size_t>& offsets, DType dtype, cudaStream_t stream);
+                      DType dtype, cudaStream_t stream);
 comm::Work broadcast(DeviceCommunicatorImpl& d, void* buffer, size_t count, DType dtype, int root, cudaStream_t stream);
 comm::Work fused_norm(DeviceCommunicatorImpl& d, const Tensor& partial, const Tensor& residual,
                       const kernels::RmsNormSpec& norm, const Tensor* out, const kernels::Fp8Rows* fp8_out,

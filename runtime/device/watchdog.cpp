@@ -24,6 +24,9 @@ int open_pidfd(pid_t pid) {
 
 bool process_gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
 
+/// How often peers without a pidfd are looked at (those with one wake the poll when they exit).
+constexpr int kLookMs = 50;
+
 }  // namespace
 
 Watchdog::Watchdog(std::shared_ptr<DeviceState> state, int rank, const std::vector<pid_t>& pids)
@@ -54,9 +57,8 @@ void Watchdog::run() {
   fds.push_back({stop_fd_, POLLIN, 0});
   for (int fd : pidfds_)
     if (fd >= 0) fds.push_back({fd, POLLIN, 0});
-  // Peers without a pidfd are looked at every 50 ms; the others wake the poll when they exit.
   for (;;) {
-    const int n = ::poll(fds.data(), fds.size(), 50);
+    const int n = ::poll(fds.data(), fds.size(), kLookMs);
     if (n < 0 && errno != EINTR) return;
     if (fds[0].revents) return;
     for (size_t i = 0; i < pidfds_.size(); ++i) {

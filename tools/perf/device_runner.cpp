@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/device/device_communicator.h"
+#include "tools/perf/device_copy_bandwidth.h"
 
 namespace seam::perf {
 namespace {
@@ -121,28 +122,6 @@ comm::Work device_call(device::DeviceCommunicator& dc, const PerfCollective& c, 
   }
 }
 
-/// Read + written bytes per second of a 256 MiB device-to-device copy on this rank's GPU: the
-/// median of a few, after one that warms the copy engine up. The caller lines the ranks up.
-double copy_bandwidth(cudaStream_t stream) {
-  constexpr size_t kBytes = size_t{256} << 20;
-  constexpr int kRepeats = 5;
-  DeviceMemory from(kBytes), to(kBytes);
-  check_cuda(cudaMemsetAsync(from.data(), 1, kBytes, stream), "cudaMemsetAsync");
-  check_cuda(cudaMemcpyAsync(to.data(), from.data(), kBytes, cudaMemcpyDeviceToDevice, stream),
-             "cudaMemcpyAsync");
-  std::vector<Event> start(kRepeats), stop(kRepeats);
-  for (int i = 0; i < kRepeats; ++i) {
-    check_cuda(cudaEventRecord(start[i].get(), stream), "cudaEventRecord");
-    check_cuda(cudaMemcpyAsync(to.data(), from.data(), kBytes, cudaMemcpyDeviceToDevice, stream),
-               "cudaMemcpyAsync");
-    check_cuda(cudaEventRecord(stop[i].get(), stream), "cudaEventRecord");
-  }
-  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  std::vector<double> times(kRepeats);
-  for (int i = 0; i < kRepeats; ++i) times[i] = elapsed_seconds(start[i], stop[i]);
-  std::nth_element(times.begin(), times.begin() + kRepeats / 2, times.end());
-  return 2.0 * kBytes / times[kRepeats / 2];
-}
 
 /// Elements of the buffers every row fits in: those of the largest row, plus one per rank, since
 /// the last rank's uneven block can be that much larger at a smaller count (proportional_blocks).
@@ -178,7 +157,7 @@ class CudaRunner final : public DeviceRunner {
                                " path cannot be captured in a CUDA graph (no peer access)");
     // Every rank copies at once, as the host membw does.
     host_.barrier().wait();
-    info_.copy_bytes_per_second = copy_bandwidth(stream_);
+    info_.copy_bytes_per_second = device_copy_bandwidth(stream_);
     // In-place buffers hold the larger of a row's send and receive counts.
     size_t send = largest_count(c, a, n_, rank_, true), recv = largest_count(c, a, n_, rank_, false);
     send_ = std::make_unique<DeviceMemory>(send * es_);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cuda/norm.h"
+#include "tools/perf/device_copy_bandwidth.h"
 
 namespace {
 
@@ -23,31 +24,6 @@ namespace {
       std::exit(1);                                                                          \
     }                                                                                        \
   } while (0)
-
-/// Device-to-device copy bandwidth (bytes read + written per second) of a 256 MiB cudaMemcpy.
-double copy_bandwidth(cudaStream_t s) {
-  const size_t bytes = size_t{256} << 20;
-  void *a, *b;
-  CHECK_CUDA(cudaMalloc(&a, bytes));
-  CHECK_CUDA(cudaMalloc(&b, bytes));
-  cudaEvent_t t0, t1;
-  CHECK_CUDA(cudaEventCreate(&t0));
-  CHECK_CUDA(cudaEventCreate(&t1));
-  std::vector<float> ms;
-  for (int i = 0; i < 12; ++i) {
-    CHECK_CUDA(cudaEventRecord(t0, s));
-    CHECK_CUDA(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
-    CHECK_CUDA(cudaEventRecord(t1, s));
-    CHECK_CUDA(cudaEventSynchronize(t1));
-    float m = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&m, t0, t1));
-    if (i >= 2) ms.push_back(m);
-  }
-  std::sort(ms.begin(), ms.end());
-  cudaFree(a);
-  cudaFree(b);
-  return 2.0 * static_cast<double>(bytes) / (ms[ms.size() / 2] * 1e-3);
-}
 
 }  // namespace
 
@@ -74,7 +50,7 @@ int main(int argc, char** argv) {
   }
   cudaStream_t s;
   CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  const double bound = copy_bandwidth(s);
+  const double bound = perf::device_copy_bandwidth(s);
   const size_t e = dtype_size(dtype);
   std::printf("# norm_perf_cuda: add + RMSNorm, %s, hidden %ld, %d calls per graph launch, median of %d\n",
               std::string(dtype_name(dtype)).c_str(), static_cast<long>(hidden), graph_calls, reps);
