@@ -63,6 +63,10 @@ cudaError_t add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor* 
   return launch_norm<false>(x, &residual, extra, norm, out, nullptr, stream);
 }
 
+cudaError_t rms_norm_fp8(const Tensor& x, const RmsNormSpec& norm, const Fp8Rows& out, cudaStream_t stream) {
+  return launch_norm<true>(x, nullptr, nullptr, norm, out.values, out.scales, stream);
+}
+
 cudaError_t add_rms_norm_fp8(const Tensor& x, const Tensor& residual, const Tensor* extra, const RmsNormSpec& norm,
                              const Fp8Rows& out, cudaStream_t stream) {
   return launch_norm<true>(x, &residual, extra, norm, out.values, out.scales, stream);

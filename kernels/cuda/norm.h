@@ -18,6 +18,9 @@ cudaError_t rms_norm(const Tensor& x, const RmsNormSpec& norm, const Tensor& out
 cudaError_t add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor* extra, const RmsNormSpec& norm,
                          const Tensor& out, cudaStream_t stream);
 
+/// The per-token FP8 read of rms_norm (out.scales is a device array of rows floats).
+cudaError_t rms_norm_fp8(const Tensor& x, const RmsNormSpec& norm, const Fp8Rows& out, cudaStream_t stream);
+
 /// The per-token FP8 read of add_rms_norm (out.scales is a device array of rows floats).
 cudaError_t add_rms_norm_fp8(const Tensor& x, const Tensor& residual, const Tensor* extra, const RmsNormSpec& norm,
                              const Fp8Rows& out, cudaStream_t stream);

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/device/device_ops.h"
 #include "kernels/norm/io_dtype.h"
 #include "kernels/norm/norm_rows.h"
 
@@ -20,6 +21,10 @@ void require_like(const Tensor& t, const Tensor& like) {
 
 void add_inplace(const Tensor& dst, const Tensor& src) {
   require_like(src, dst);
+  if (any_on_device({&dst, &src})) {
+    require_same_device({&src}, dst, "add_inplace");
+    return device_ops().add_inplace(dst, src);
+  }
   detail::run_rows(dst.dtype, [&](auto io) {
     using Io = decltype(io);
     using T = typename Io::T;
@@ -34,6 +39,7 @@ void add_inplace(const Tensor& dst, const Tensor& src) {
 void copy(const Tensor& src, const Tensor& dst) {
   require_like(src, dst);
   if (src.data == dst.data && src.row_stride == dst.row_stride) return;
+  if (any_on_device({&src, &dst})) return device_ops().copy(src, dst);
   if (src.is_contiguous() && dst.is_contiguous()) {
     std::memcpy(dst.data, src.data, src.bytes());
     return;
@@ -41,9 +47,17 @@ void copy(const Tensor& src, const Tensor& dst) {
   for (int64_t r = 0; r < src.rows; ++r) std::memcpy(dst.row(r), src.row(r), src.row_bytes());
 }
 
+void zero(const Tensor& t) {
+  if (t.rows == 0) return;
+  if (t.device.is_cuda()) return device_ops().zero(t);
+  for (int64_t r = 0; r < t.rows; ++r) std::memset(t.row(r), 0, t.row_bytes());
+}
+
 void weighted_sum(std::span<const Tensor> srcs, std::span<const float> weights, const Tensor& dst) {
   if (srcs.size() != weights.size() || srcs.empty()) throw ValueError("weighted_sum: one weight per source");
   for (const Tensor& s : srcs) require_like(s, dst);
+  for (const Tensor& s : srcs)
+    if (any_on_device({&s, &dst})) throw NotSupportedError("weighted_sum (hyper-connections) runs on host memory only");
   dispatch_io(dst.dtype, [&](auto io) {
     using Io = decltype(io);
     using T = typename Io::T;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <string>
 
+#include "kernels/device/device_ops.h"
 #include "kernels/norm/norm_rows.h"
 
 namespace seam::kernels {
@@ -101,16 +102,28 @@ void run_norm(const detail::NormInputs& in, const RmsNormSpec& norm, const Tenso
 }  // namespace
 
 void rms_norm(const Tensor& x, const RmsNormSpec& norm, const Tensor& out) {
+  if (any_on_device({&x, &out})) {
+    require_same_device({&out}, x, "rms_norm");
+    return device_ops().rms_norm(x, norm, out);
+  }
   run_norm({.partials = {&x, 1}}, norm, out);
 }
 
 void add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor* extra, const RmsNormSpec& norm,
                   const Tensor& out) {
+  if (any_on_device({&x, &residual, extra, &out})) {
+    require_same_device({&residual, extra, &out}, x, "add_rms_norm");
+    return device_ops().add_rms_norm(x, residual, extra, norm, out);
+  }
   run_norm({.partials = {&x, 1}, .residual = &residual, .extra = extra}, norm, out);
 }
 
 void reduce_add_rms_norm(std::span<const Tensor> partials, const Tensor& residual, const RmsNormSpec& norm,
                          const Tensor& out, const Tensor* reduced_out) {
+  for (const Tensor& p : partials)
+    if (any_on_device({&p, &residual, &out, reduced_out}))
+      throw NotSupportedError("reduce_add_rms_norm runs on host memory (on device, the fused all-reduce + add + "
+                              "RMSNorm is a DeviceCommunicator call)");
   run_norm({.partials = partials, .residual = &residual, .reduced_out = reduced_out}, norm, out);
 }
 

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 
+#include "kernels/device/device_ops.h"
 #include "kernels/norm/norm_rows.h"
 #include "kernels/quant/fp8.h"
 
@@ -37,11 +38,19 @@ void run_norm_fp8(const detail::NormInputs& in, const RmsNormSpec& norm, const F
 }  // namespace
 
 void rms_norm_fp8(const Tensor& x, const RmsNormSpec& norm, const Fp8Rows& out) {
+  if (any_on_device({&x, &out.values})) {
+    require_same_device({&out.values}, x, "rms_norm_fp8");
+    return device_ops().rms_norm_fp8(x, norm, out);
+  }
   run_norm_fp8({.partials = {&x, 1}}, norm, out);
 }
 
 void add_rms_norm_fp8(const Tensor& x, const Tensor& residual, const Tensor* extra, const RmsNormSpec& norm,
                       const Fp8Rows& out) {
+  if (any_on_device({&x, &residual, extra, &out.values})) {
+    require_same_device({&residual, extra, &out.values}, x, "add_rms_norm_fp8");
+    return device_ops().add_rms_norm_fp8(x, residual, extra, norm, out);
+  }
   run_norm_fp8({.partials = {&x, 1}, .residual = &residual, .extra = extra}, norm, out);
 }
 

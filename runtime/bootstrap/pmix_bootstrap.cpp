@@ -7,6 +7,7 @@
 // MPI itself with its own thread level, would then conflict with us. With PMIx, Seam never links
 // MPI, and engines (or our benchmarks) that use MPI themselves are unaffected: PMIx_Init is
 // reference-counted and shares the launcher's connection with MPI's own PMIx client.
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -56,7 +57,9 @@ class PmixBootstrap final : public Bootstrap {
   int size() const override { return size_; }
 
   std::vector<std::string> all_gather(const std::string& mine) override {
-    const std::string key = "seam.ag." + std::to_string(round_++);
+    // Keys unique in the process: a later world's exchange must not read an earlier one's.
+    static std::atomic<uint64_t> round{0};
+    const std::string key = "seam.ag." + std::to_string(round++);
     pmix_value_t value;
     PMIX_VALUE_CONSTRUCT(&value);
     value.type = PMIX_BYTE_OBJECT;
@@ -111,7 +114,6 @@ class PmixBootstrap final : public Bootstrap {
   bool initialized_ = false;
   int rank_ = -1;
   int size_ = 0;
-  uint64_t round_ = 0;
   std::chrono::milliseconds timeout_;
 };
 

@@ -27,20 +27,20 @@ Tensor StageRunner::move_rows(const Tensor& value, Layout from, Layout to, const
   const RowMove checked = RowMove::checked(from, to);  // no CP, never both gather and cut
   Tensor rows = value;
   if ((checked.from - checked.to).has(TokenAxis::ATTN_TP_SCATTER)) {
-    const Tensor full = out.get(rows.dtype, rows.rows * groups_.size(GroupKind::ATTN_TP), rows.cols);
+    const Tensor full = out.get(rows, rows.rows * groups_.size(GroupKind::ATTN_TP));
     rows::attn_tp_gather(groups_, rows, full).wait();
     rows = full;
   }
   if ((checked.from - checked.to).has(TokenAxis::ATTN_DP)) {
     // A replicate gather zeroes non-leading attention-TP ranks' input in place: gather a copy.
-    const Tensor copy = scratch_.get(rows.dtype, rows.rows, rows.cols);
+    const Tensor copy = scratch_.get(rows, rows.rows);
     kernels::copy(rows, copy);
-    const Tensor global = out.get(rows.dtype, facts.global_rows(), rows.cols);
+    const Tensor global = out.get(rows, facts.global_rows());
     rows::dp_gather(groups_, facts, copy, global, rows::DpGatherMode::REPLICATE, scratch_);
     rows = global;
   }
   if ((checked.to - checked.from).has(TokenAxis::ATTN_DP)) {
-    const Tensor local = out.get(rows.dtype, facts.local_rows(), rows.cols);
+    const Tensor local = out.get(rows, facts.local_rows());
     rows::dp_scatter(facts, rows, local);
     rows = local;
   }
@@ -85,7 +85,7 @@ residual::StageInput StageRunner::prepare(const LayerOutput& h, ForwardBatch& ba
       // Its own scratch: capture_output above may have gathered into captured_ and been handed out
       // owned; reusing that buffer would overwrite (or, when it grows, free) the first capture.
       const Tensor full =
-          captured_gathered_.get(residual.dtype, residual.rows * groups_.size(GroupKind::ATTN_TP), residual.cols);
+          captured_gathered_.get(residual, residual.rows * groups_.size(GroupKind::ATTN_TP));
       rows::attn_tp_gather(groups_, residual, full).wait();
       options.captured_last_layer_outputs(full, true);
     } else {

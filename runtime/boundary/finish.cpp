@@ -30,7 +30,7 @@ LayerOutput StageRunner::leave_complete(const Tensor& value, ForwardBatch& batch
 }
 
 Tensor StageRunner::return_over_dp(DpStep step, const Tensor& global, const BatchFacts& facts) {
-  const Tensor local = local_.get(global.dtype, facts.local_rows(), global.cols);
+  const Tensor local = local_.get(global, facts.local_rows());
   switch (step) {
     case DpStep::REDUCE_SCATTERV: rows::dp_reduce_scatterv(groups_, facts, global, local); break;
     case DpStep::REDUCE_SCATTER: rows::dp_reduce_scatter(groups_, facts, global, local, scratch_); break;
@@ -68,13 +68,13 @@ LayerOutput StageRunner::finish_ffn(const FfnDecision& d, const Tensor& output, 
       // written residual back to attention rows (the stream is written). The update has consumed
       // its state (MHC's coefficients): only the written residual moves, so any update may gather.
       const Tensor updated = stream.has_residual() ? update_.update(output, stream.residual()) : output;
-      const Tensor full = local_.get(updated.dtype, updated.rows * groups_.size(rows::GroupKind::ATTN_TP), updated.cols);
+      const Tensor full = local_.get(updated, updated.rows * groups_.size(rows::GroupKind::ATTN_TP));
       rows::attn_tp_gather(groups_, updated, full).wait();
       return stream.write(full);
     }
     case OutputMoveKind::CP_REDUCE_SCATTER:  // completes the sum compute left (mlp_reduce_scatter)
       if (d.flags.mlp_reduce_scatter) {
-        const Tensor shard = local_.get(output.dtype, output.rows / groups_.size(rows::GroupKind::ATTN_CP), output.cols);
+        const Tensor shard = local_.get(output, output.rows / groups_.size(rows::GroupKind::ATTN_CP));
         rows::cp_reduce_scatter(groups_, output, shard);
         value = shard;
         break;
@@ -86,7 +86,7 @@ LayerOutput StageRunner::finish_ffn(const FfnDecision& d, const Tensor& output, 
     case OutputMoveKind::OUTPUT_ON_RESIDUAL_SHARD: {
       // Full rows onto the residual's slice: a TP reduce-scatter completes the sum compute left,
       // else a slice of the complete output; handing full rows on, update there and gather back.
-      const Tensor slice = local_.get(output.dtype, output.rows / groups_.size(rows::GroupKind::TP), output.cols);
+      const Tensor slice = local_.get(output, output.rows / groups_.size(rows::GroupKind::TP));
       if (path.output_move.completes_sum && d.flags.mlp_reduce_scatter)
         rows::tp_reduce_scatter(groups_, output, slice).wait();
       else
@@ -96,14 +96,14 @@ LayerOutput StageRunner::finish_ffn(const FfnDecision& d, const Tensor& output, 
         break;
       }
       const Tensor updated = stream.has_residual() ? update_.update(slice, stream.residual()) : slice;
-      const Tensor full = scratch_.get(updated.dtype, output.rows, updated.cols);
+      const Tensor full = scratch_.get(updated, output.rows);
       rows::tp_gather(groups_, updated, full).wait();
       return stream.write(full);
     }
     case OutputMoveKind::DP_CP_TAKE_BACK: {  // this CP rank's shard of its replica's rows
       const std::vector<int64_t> shards = rows::dp_cp_shard_rows(groups_, batch.facts);
       const Tensor shard =
-          local_.get(output.dtype, shards[static_cast<size_t>(groups_.rank_in(rows::GroupKind::ATTN_CP))], output.cols);
+          local_.get(output, shards[static_cast<size_t>(groups_.rank_in(rows::GroupKind::ATTN_CP))]);
       rows::dp_cp_take_back(groups_, batch.facts, output, shards, shard);
       value = shard;
       break;

@@ -220,9 +220,9 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
       // Attention-TP rank 0 adds the residual into its partial; the DP gather's sum completes the
       // attention-TP sum and places every replica's rows; the new residual is this replica's rows.
       if (has_residual && groups_.attn().tp == 0) kernels::add_inplace(value, residual);
-      const Tensor global = gathered_.get(value.dtype, facts.global_rows(), value.cols);
+      const Tensor global = gathered_.get(value, facts.global_rows());
       dp_gather(value, global, rows::DpGatherMode::PARTIAL);
-      const Tensor local = has_residual ? residual : residual_.get(value.dtype, value.rows, value.cols);
+      const Tensor local = has_residual ? residual : residual_.get(value, value.rows);
       if (step.places_cp_shards)
         rows::dp_cp_take_back(groups_, facts, global, rows::dp_cp_shard_rows(groups_, facts), local);
       else
@@ -235,7 +235,7 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
       if (sums_here) all_reduce_of(*step.all_reduce)(value, batch);
       result = update_and_read(value);
       require_plain_input(result.input);
-      const Tensor global = gathered_.get(result.input.values.dtype, facts.global_rows(), result.input.values.cols);
+      const Tensor global = gathered_.get(result.input.values, facts.global_rows());
       dp_gather(result.input.values, global, rows::DpGatherMode::REPLICATE);
       result.input = {global};
       break;
@@ -249,7 +249,7 @@ residual::StageInput StageRunner::run_step(const EntryStep& step, const BoundPat
 }
 
 Tensor StageRunner::move_before_update(PreMove move, const Tensor& value, const BatchFacts& facts) {
-  auto onto = [&](GroupKind group) { return pre_moved_.get(value.dtype, value.rows / groups_.size(group), value.cols); };
+  auto onto = [&](GroupKind group) { return pre_moved_.get(value, value.rows / groups_.size(group)); };
   switch (move) {
     case PreMove::NONE: return value;
     case PreMove::ATTN_TP_REDUCE_SCATTER: {  // completes the declared attention-TP sum on the slice
@@ -282,11 +282,11 @@ Tensor StageRunner::move_before_update(PreMove move, const Tensor& value, const 
 Tensor StageRunner::cp_take_back(const Tensor& full, const BatchFacts& facts, rows::Scratch& out) {
   const std::span<const int64_t> shards = facts.cp_shard_rows();
   if (shards.empty()) {  // equal shards
-    const Tensor shard = out.get(full.dtype, full.rows / groups_.size(GroupKind::ATTN_CP), full.cols);
+    const Tensor shard = out.get(full, full.rows / groups_.size(GroupKind::ATTN_CP));
     rows::cp_take_back(groups_, full, shard);
     return shard;
   }
-  const Tensor shard = out.get(full.dtype, shards[static_cast<size_t>(groups_.rank_in(GroupKind::ATTN_CP))], full.cols);
+  const Tensor shard = out.get(full, shards[static_cast<size_t>(groups_.rank_in(GroupKind::ATTN_CP))]);
   rows::cp_take_back_padded(groups_, full, shards, shard);
   return shard;
 }
@@ -298,7 +298,7 @@ Tensor StageRunner::move_residual(ResidualMove move, const Tensor& residual) {
     case ResidualMove::NONE: return residual;
     case ResidualMove::ATTN_TP_SLICE: return rows::token_slice(groups_, GroupKind::ATTN_TP, residual);
     case ResidualMove::ATTN_TP_GATHER: {
-      const Tensor full = residual_.get(residual.dtype, residual.rows * groups_.size(GroupKind::ATTN_TP), residual.cols);
+      const Tensor full = residual_.get(residual, residual.rows * groups_.size(GroupKind::ATTN_TP));
       rows::attn_tp_gather(groups_, residual, full).wait();
       return full;
     }
@@ -312,13 +312,13 @@ residual::StageInput StageRunner::move_input(InputMove move, const residual::Sta
   const std::span<const int64_t> shards = facts.cp_shard_rows();
   auto gather = [&](const Tensor& in, rows::Scratch& out) {
     if (move == InputMove::ATTN_TP_GATHER) {
-      const Tensor full = out.get(in.dtype, in.rows * groups_.size(GroupKind::ATTN_TP), in.cols);
+      const Tensor full = out.get(in, in.rows * groups_.size(GroupKind::ATTN_TP));
       rows::attn_tp_gather(groups_, in, full).wait();
       return full;
     }
     // CP: equal shards concatenate; uneven ones are padded to the longest first (block r at r * max).
     const int64_t block = shards.empty() ? in.rows : *std::max_element(shards.begin(), shards.end());
-    const Tensor full = out.get(in.dtype, block * groups_.size(GroupKind::ATTN_CP), in.cols);
+    const Tensor full = out.get(in, block * groups_.size(GroupKind::ATTN_CP));
     if (shards.empty())
       rows::cp_gather(groups_, in, full);
     else

@@ -179,7 +179,7 @@ class StageRunner {
   rows::Scratch captured_gathered_;
   rows::Scratch branch_;      ///< a branch input / residual / output on this stage's rows
   rows::Scratch branch_residual_;
-  Buffer capture_workspace_;  ///< output + residual for a capture before the read
+  residual::Storage capture_workspace_;  ///< output + residual for a capture before the read
   std::weak_ptr<const int> scratch_owner_;  ///< the stream whose values the scratch buffers may hold
 
   // Completions the stream references by FunctionRef: they live as long as the runner.

@@ -2,10 +2,12 @@
 
 #include "kernels/cuda/peer_sync.h"
 #include "runtime/device/device_comm_impl.h"
+#include "runtime/device/device_kernels.h"
 
 namespace seam::device {
 
 std::shared_ptr<DeviceCommunicator> DeviceCommunicator::create(std::shared_ptr<comm::Communicator> host, int device) {
+  install_device_kernels();
   return std::make_shared<DeviceCommunicator>(std::make_unique<DeviceCommunicatorImpl>(std::move(host), device));
 }
 

@@ -6,14 +6,14 @@
 
 namespace seam::residual {
 
-void capture_before_read(const Tensor& output, const Tensor* residual, Capture capture, Buffer& workspace) {
+void capture_before_read(const Tensor& output, const Tensor* residual, Capture capture, Storage& workspace) {
   if (!residual) {
     capture(output, false);
     return;
   }
   const size_t bytes = output.bytes();
-  if (workspace.bytes() < bytes) workspace = Buffer(bytes);
-  const Tensor sum = Tensor::contiguous(workspace.data(), output.dtype, output.rows, output.cols);
+  if (!workspace.fits(bytes, output.device)) workspace = Storage(bytes, output.device);
+  const Tensor sum = workspace.as_tensor(output.dtype, output.rows, output.cols);
   kernels::copy(output, sum);
   kernels::add_inplace(sum, *residual);
   capture(sum, true);

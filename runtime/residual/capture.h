@@ -6,6 +6,7 @@
 #pragma once
 
 #include "layouts/tensor.h"
+#include "runtime/residual/storage.h"
 #include "runtime/residual/forward_batch.h"
 #include "runtime/residual/function_ref.h"
 
@@ -16,7 +17,7 @@ using Capture = FunctionRef<void(const Tensor& value, bool owned)>;
 /// A capture before the read (at the stack's entry, or with a post-residual addition): the finished
 /// output alone, borrowed; with a residual, output + residual computed into `workspace` (grown on
 /// demand; the caller keeps it for the forward) and passed owned.
-void capture_before_read(const Tensor& output, const Tensor* residual, Capture capture, Buffer& workspace);
+void capture_before_read(const Tensor& output, const Tensor* residual, Capture capture, Storage& workspace);
 
 /// StageBoundary.capture_output's stream part: completes dynamic work (a carried sum, a handoff) on
 /// the main contribution, snapshots a declared sum on a copy (the main partial stays owed), and

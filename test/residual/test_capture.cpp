@@ -38,7 +38,7 @@ struct PendingStream {
 
 TEST_CASE("a capture at the stack's entry borrows the output; with a residual it owns a fresh sum") {
   HostTensor output = rows_of(2.0f), residual = rows_of(3.0f);
-  Buffer workspace;
+  residual::Storage workspace;
   Recorder recorder;
   capture_before_read(output.view, nullptr, recorder, workspace);
   CHECK(recorder.calls == 1);

@@ -1,18 +1,28 @@
 # seam_decoder_sim matrix: every cell of tp {2,4} x attn_dp {1,2} x pp {1,2} x policy {ar, rs, rsv,
-# rs+rsv} x pattern {A/F, A/E, M/M/F}, then the extra modes (bf16, padding, fusion, dense DP,
+# rs+rsv} x pattern {A/F, A/E, M/M/F}, then the extra modes; the cases marked DEVICE also run on
+# device tensors (label gpu) (bf16, padding, fusion, dense DP,
 # input-scattered and CP batches, EP, UCX, captures, two-batch overlap, pipeline cuts). Each run
 # must exit 0, PASS against the single-process reference, and print the plan line naming the
 # collective the §2.6 table predicts (EXPECT, a regex over the whole output).
 set(SEAM_SIM_CASE_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/run_sim_case.cmake)
 # How every case starts the simulator (before `-n NP`).
 set(SEAM_SIM_MPIRUN ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe --bind-to none)
+# DEVICE also registers the case on device tensors (sim_cuda_<name>, label gpu: --device cuda,
+# each rank on GPU local_rank % count), skipped where there is no GPU.
 function(seam_add_sim_test name)
-  cmake_parse_arguments(S "" "NP;EXPECT" "ARGS;ENV" ${ARGN})
+  cmake_parse_arguments(S "DEVICE" "NP;EXPECT" "ARGS;ENV" ${ARGN})
   # Through the wrapper, not PASS_REGULAR_EXPRESSION (which makes CTest ignore the exit status).
   add_test(NAME sim_${name}
     COMMAND ${CMAKE_COMMAND} -DSIM_EXPECT=${S_EXPECT} -P ${SEAM_SIM_CASE_SCRIPT} --
             ${SEAM_SIM_MPIRUN} -n ${S_NP} $<TARGET_FILE:seam_decoder_sim> --hidden 32 ${S_ARGS})
   set_tests_properties(sim_${name} PROPERTIES TIMEOUT 120 LABELS mpi ENVIRONMENT "${S_ENV}")
+  if(S_DEVICE AND TARGET seam_cuda)
+    add_test(NAME sim_cuda_${name}
+      COMMAND ${CMAKE_COMMAND} -DSIM_EXPECT=${S_EXPECT} -P ${SEAM_SIM_CASE_SCRIPT} --
+              ${SEAM_SIM_MPIRUN} -n ${S_NP} $<TARGET_FILE:seam_decoder_sim> --hidden 32 --device cuda ${S_ARGS})
+    set_tests_properties(sim_cuda_${name} PROPERTIES TIMEOUT 180 LABELS gpu ENVIRONMENT "${S_ENV}"
+                         SKIP_REGULAR_EXPRESSION "skipped: --device cuda")
+  endif()
 endfunction()
 
 # §2.6: the collective a non-terminal FFN exit before an attention chooses on an ORDINARY batch
@@ -52,7 +62,12 @@ foreach(tp 2 4)
       foreach(policy ar rs rsv rs+rsv)
         foreach(pattern AF AE MMF)
           seam_sim_ffn_exit_line(expect ${pattern} ${attn_dp} ${attn_tp} ${policy})
-          seam_add_sim_test(tp${tp}_dp${attn_dp}_pp${pp}_${policy}_${pattern} NP ${np}
+          # On device: every topology with two policies (the all-reduce and the RS/RSv paths).
+          set(device)
+          if(policy STREQUAL "ar" OR policy STREQUAL "rs+rsv")
+            set(device DEVICE)
+          endif()
+          seam_add_sim_test(tp${tp}_dp${attn_dp}_pp${pp}_${policy}_${pattern} NP ${np} ${device}
             ARGS --tp ${tp} --attn-dp ${attn_dp} --pp ${pp} --policy ${policy} --pattern ${pattern}
                  --layers ${layers} --tokens ${tokens}
             EXPECT "${expect}")
@@ -64,16 +79,16 @@ endforeach()
 
 # No attention DP: a mixer before a mixer defers its sum (#18), before an FFN leaves it declared
 # (#19); the attention's attention-TP sum completes at the FFN input (#1).
-seam_add_sim_test(tp2_rs_AE_bf16 NP 2 ARGS --tp 2 --policy rs --pattern AE --layers 2 --tokens 7 --dtype bf16
+seam_add_sim_test(tp2_rs_AE_bf16 NP 2 DEVICE ARGS --tp 2 --policy rs --pattern AE --layers 2 --tokens 7 --dtype bf16
   EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT all_reduce at next input \\(deferred\\)")
 seam_add_sim_test(tp2_ar_MMF NP 2 ARGS --tp 2 --policy ar --pattern MMF --layers 2 --tokens 3
   EXPECT "attn->attn \\[ORDINARY\\]: ATTN_TP all_reduce at next input \\(deferred\\).*attn->ffn \\[ORDINARY\\]: ATTN_TP partial sum left to next input \\(declared\\)")
-seam_add_sim_test(tp4_ar_AF_bf16 NP 4 ARGS --tp 4 --policy ar --pattern AF --layers 2 --tokens 6 --dtype bf16
+seam_add_sim_test(tp4_ar_AF_bf16 NP 4 DEVICE ARGS --tp 4 --policy ar --pattern AF --layers 2 --tokens 6 --dtype bf16
   EXPECT "attn->ffn \\[ORDINARY\\] input: ATTN_TP all_reduce")
 
 # Attention DP with attention TP 1 (tp = attn_dp): replicate DP gather (#3); RS under explicit
 # MAX_LEN padding (#10) and the fallback (#11) beside uneven and idle replicas.
-seam_add_sim_test(tp2_dp2_rs_AE_max NP 2 ARGS --tp 2 --attn-dp 2 --policy rs --pattern AE --layers 2 --tokens 3,6 --padding max
+seam_add_sim_test(tp2_dp2_rs_AE_max NP 2 DEVICE ARGS --tp 2 --attn-dp 2 --policy rs --pattern AE --layers 2 --tokens 3,6 --padding max
   EXPECT "ffn->attn \\[ORDINARY\\]: MAX_LEN: MOE_OUTPUT reduce_scatter at next input \\(deferred\\)")
 seam_add_sim_test(tp2_dp2_ar_AF_bf16 NP 2 ARGS --tp 2 --attn-dp 2 --policy ar --pattern AF --layers 2 --tokens 0,6 --dtype bf16
   EXPECT "ffn->attn \\[ORDINARY\\]: TP all_reduce \\+ DP scatter at next input \\(deferred\\)")
@@ -83,9 +98,9 @@ seam_add_sim_test(tp2_dp2_rs+rsv_MMF NP 2 ARGS --tp 2 --attn-dp 2 --policy rs+rs
 # Attention DP x attention TP (tp 4, attn_dp 2, attn_tp 2): DP partial gather completing the
 # attention-TP sum (#2); RS over a 1/tp chunk + attention-TP all-gather (#10); RSv is not eligible
 # (attention TP > 1) and falls back (#11).
-seam_add_sim_test(tp4_dp2_rs+rsv_AF_max NP 4 ARGS --tp 4 --attn-dp 2 --policy rs+rsv --pattern AF --layers 2 --tokens 5,0 --padding max
+seam_add_sim_test(tp4_dp2_rs+rsv_AF_max NP 4 DEVICE ARGS --tp 4 --attn-dp 2 --policy rs+rsv --pattern AF --layers 2 --tokens 5,0 --padding max
   EXPECT "DP gather \\(partial, completes ATTN_TP\\).*ffn->attn \\[ORDINARY\\]: MAX_LEN: TP reduce_scatter at next input \\(deferred\\)")
-seam_add_sim_test(tp4_dp2_rsv_AE_sum NP 4 ARGS --tp 4 --attn-dp 2 --policy rsv --pattern AE --layers 2 --tokens 3,7 --padding sum
+seam_add_sim_test(tp4_dp2_rsv_AE_sum NP 4 DEVICE ARGS --tp 4 --attn-dp 2 --policy rsv --pattern AE --layers 2 --tokens 3,7 --padding sum
   EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT all_reduce \\+ DP scatter at next input \\(deferred\\)")
 seam_add_sim_test(tp4_dp2_ar_MMF_bf16 NP 4 ARGS --tp 4 --attn-dp 2 --policy ar --pattern MMF --tokens 2,5 --dtype bf16
   EXPECT "attn->attn \\[ORDINARY\\]: ATTN_TP all_reduce in compute.*DP gather \\(partial, completes ATTN_TP\\)")
@@ -93,7 +108,7 @@ seam_add_sim_test(tp4_dp2_ar_MMF_bf16 NP 4 ARGS --tp 4 --attn-dp 2 --policy ar -
 # Pipeline parallel: to_pp / from_pp carry hidden states and residual (a declared partial crosses raw).
 # A sum the sender completed (an input-scattered embedding's before a mixer that reads full rows;
 # a partition ending in an FFN under two-batch overlap) is not declared again by the receiver.
-seam_add_sim_test(tp2_pp2_ar_MMF_input_scattered_completed NP 4 ARGS --tp 2 --pp 2 --input-scattered --policy ar --pattern MMF --layers 2 --tokens 5
+seam_add_sim_test(tp2_pp2_ar_MMF_input_scattered_completed NP 4 DEVICE ARGS --tp 2 --pp 2 --input-scattered --policy ar --pattern MMF --layers 2 --tokens 5
   EXPECT "embed->attn \\[INPUT_SCATTERED\\] input: enter, TP all_reduce")
 seam_add_sim_test(tp2_pp2_AF_tbo_cut NP 4 ARGS --tp 2 --pp 2 --pattern AF --layers 3 --tokens 7 --microbatches 2
   EXPECT "# pipeline stage 1[^#]*L3 F +attn->ffn \\[ORDINARY\\] input: ATTN_TP all_reduce")
@@ -103,7 +118,7 @@ seam_add_sim_test(tp2_pp2_rs+rsv_MMF_bf16 NP 4 ARGS --tp 2 --pp 2 --policy rs+rs
 # FFN's input completes it (plain, or inside the DP partial gather).
 seam_add_sim_test(tp2_pp2_ar_AF_cut_partial NP 4 ARGS --tp 2 --pp 2 --policy ar --pattern AF --layers 3 --tokens 5
   EXPECT "# pipeline stage 1[^#]*L3 F +attn->ffn \\[ORDINARY\\] input: ATTN_TP all_reduce")
-seam_add_sim_test(tp4_dp2_pp2_rs+rsv_AF_cut_partial_bf16 NP 8 ARGS --tp 4 --attn-dp 2 --pp 2 --policy rs+rsv --pattern AF --layers 3 --tokens 3,6 --dtype bf16
+seam_add_sim_test(tp4_dp2_pp2_rs+rsv_AF_cut_partial_bf16 NP 8 DEVICE ARGS --tp 4 --attn-dp 2 --pp 2 --policy rs+rsv --pattern AF --layers 3 --tokens 3,6 --dtype bf16
   EXPECT "# pipeline stage 1[^#]*L3 F +attn->ffn \\[ORDINARY\\] input: DP gather \\(partial, completes ATTN_TP\\)")
 seam_add_sim_test(tp2_dp2_pp2_rsv_AE_idle NP 4 ARGS --tp 2 --attn-dp 2 --pp 2 --policy rsv --pattern AE --layers 2 --tokens 4,0
   EXPECT "MOE_OUTPUT reduce_scatterv at next input \\(deferred\\).*# pipeline stage 1")
@@ -111,13 +126,22 @@ seam_add_sim_test(tp4_dp2_pp2_rs_AF_max NP 8 ARGS --tp 4 --attn-dp 2 --pp 2 --po
   EXPECT "DP gather \\(partial, completes ATTN_TP\\).*# pipeline stage 1.*TP reduce_scatter at exit")
 
 # SUM_LEN DP partial gather (zero-fill + copy at offset + TP all-reduce) beside an idle replica.
-seam_add_sim_test(tp4_dp2_ar_AE_sum_idle NP 4 ARGS --tp 4 --attn-dp 2 --policy ar --pattern AE --layers 2 --tokens 0,5 --padding sum
+seam_add_sim_test(tp4_dp2_ar_AE_sum_idle NP 4 DEVICE ARGS --tp 4 --attn-dp 2 --policy ar --pattern AE --layers 2 --tokens 0,5 --padding sum
   EXPECT "DP gather \\(partial, completes ATTN_TP\\).*# collectives executed.*TP +all_reduce")
 # Seam's host fused all-reduce + add + RMSNorm completes the FFN input's attention-TP sum (an
 # all-gather of the partials) and the attention input's carried TP sum; without it, all-reduces.
 seam_add_sim_test(tp2_ar_AF_fused NP 2 ARGS --tp 2 --policy ar --pattern AF --layers 2 --tokens 5
   EXPECT "ATTN_TP +all_gather +2 calls.*TP +all_gather +1 calls")
-seam_add_sim_test(tp2_ar_AF_unfused NP 2 ARGS --tp 2 --policy ar --pattern AF --layers 2 --tokens 5 --no-fusion
+# On device, Seam's fused all-reduce + add + RMSNorm (one DeviceCommunicator call) does both.
+if(TARGET seam_cuda)
+  add_test(NAME sim_cuda_tp2_ar_AF_fused
+    COMMAND ${CMAKE_COMMAND} "-DSIM_EXPECT=ATTN_TP +fused_all_reduce_norm +2 calls.*TP +fused_all_reduce_norm +1 calls"
+            -P ${SEAM_SIM_CASE_SCRIPT} -- ${SEAM_SIM_MPIRUN} -n 2 $<TARGET_FILE:seam_decoder_sim> --hidden 32
+            --device cuda --tp 2 --policy ar --pattern AF --layers 2 --tokens 5)
+  set_tests_properties(sim_cuda_tp2_ar_AF_fused PROPERTIES TIMEOUT 180 LABELS gpu
+                       SKIP_REGULAR_EXPRESSION "skipped: --device cuda")
+endif()
+seam_add_sim_test(tp2_ar_AF_unfused NP 2 DEVICE ARGS --tp 2 --policy ar --pattern AF --layers 2 --tokens 5 --no-fusion
   EXPECT "ATTN_TP +all_reduce +2 calls.*TP +all_reduce +2 calls")
 # `auto` resolves like a dummy checkpoint (rs+rsv): RSv where eligible.
 seam_add_sim_test(tp2_dp2_auto_AE_bf16 NP 2 ARGS --tp 2 --attn-dp 2 --policy auto --pattern AE --layers 2 --tokens 1,6 --dtype bf16
@@ -127,7 +151,7 @@ seam_add_sim_test(tp2_dp2_auto_AE_bf16 NP 2 ARGS --tp 2 --attn-dp 2 --policy aut
 # reduce-scatter onto this rank's slice (#4), the residual stays on slices, the next attention
 # gathers its read input back over attention TP and the last FFN writes and gathers at its exit
 # (#14); across a pipeline cut the residual travels on its slice beside full-row hidden states.
-seam_add_sim_test(tp2_ar_AF_dense_dp NP 2 ARGS --tp 2 --dense-tp 1 --policy ar --pattern AF --layers 2 --tokens 5
+seam_add_sim_test(tp2_ar_AF_dense_dp NP 2 DEVICE ARGS --tp 2 --dense-tp 1 --policy ar --pattern AF --layers 2 --tokens 5
   EXPECT "ATTN_TP reduce_scatter onto slice, residual attention-TP slice.*input attention-TP gather.*attention-TP gather at exit")
 seam_add_sim_test(tp2_pp2_ar_AF_dense_dp_bf16 NP 4 ARGS --tp 2 --pp 2 --dense-tp 1 --policy ar --pattern AF --layers 3 --tokens 3 --dtype bf16
   EXPECT "# pipeline stage 1[^#]*L3 F +attn->ffn \\[ORDINARY\\] input: ATTN_TP reduce_scatter onto slice")
@@ -138,7 +162,7 @@ seam_add_sim_test(tp4_dp2_pp2_rs_AF_dense_dp_idle NP 8 ARGS --tp 4 --attn-dp 2 -
 # with a TP reduce-scatter onto slices (#6), attention gathers its sliced input itself, the residual
 # slice joins the attention partial before the all-reduce (#5), and an FFN with RS permission leaves
 # its TP sum to the next attention's reduce-scatter (#13).
-seam_add_sim_test(tp2_rs_AF_input_scattered NP 2 ARGS --tp 2 --input-scattered --policy rs --pattern AF --layers 2 --tokens 5
+seam_add_sim_test(tp2_rs_AF_input_scattered NP 2 DEVICE ARGS --tp 2 --input-scattered --policy rs --pattern AF --layers 2 --tokens 5
   EXPECT "embed->attn \\[INPUT_SCATTERED\\] input: TP reduce_scatter onto slice.*attn->ffn \\[INPUT_SCATTERED\\] input: residual joins partial.*ffn->attn \\[INPUT_SCATTERED\\]: TP sum left to next input's reduce_scatter \\(declared\\)")
 seam_add_sim_test(tp4_rs+rsv_AF_input_scattered_bf16 NP 4 ARGS --tp 4 --input-scattered --policy rs+rsv --pattern AF --layers 2 --tokens 7 --dtype bf16
   EXPECT "ffn->attn \\[INPUT_SCATTERED\\] input: TP reduce_scatter onto slice")
@@ -152,7 +176,7 @@ seam_add_sim_test(tp4_rs_AF_input_scattered_short NP 4 ARGS --tp 4 --input-scatt
 # Context-parallel batches (--attn-cp, DSA/MLA-style equal shards): the FFN input reads on this
 # rank's CP shard, then gathers over attention CP; the FFN's exit takes its shard back (or a CP
 # reduce-scatter completes the sum) (#15); a fused FFN input (the default) gathers its shards too.
-seam_add_sim_test(tp4_cp2_rs_AF NP 4 ARGS --tp 4 --attn-cp 2 --policy rs --pattern AF --layers 2 --tokens 7
+seam_add_sim_test(tp4_cp2_rs_AF NP 4 DEVICE ARGS --tp 4 --attn-cp 2 --policy rs --pattern AF --layers 2 --tokens 7
   EXPECT "attn->ffn \\[CONTEXT_PARALLEL\\] input: ATTN_TP all_reduce[^\n]*input CP gather.*ffn->attn \\[CONTEXT_PARALLEL\\]: TP all_reduce in compute, CP take-back at exit")
 seam_add_sim_test(tp2_cp2_rs_AE NP 2 ARGS --tp 2 --attn-cp 2 --policy rs --pattern AE --layers 2 --tokens 5
   EXPECT "ffn->attn \\[CONTEXT_PARALLEL\\]: MOE_OUTPUT sum completed by ATTN_CP reduce_scatter at exit.*ATTN_CP +reduce_scatter")
@@ -160,7 +184,7 @@ seam_add_sim_test(tp4_cp2_pp2_ar_MMF_bf16 NP 8 ARGS --tp 4 --attn-cp 2 --pp 2 --
   EXPECT "# pipeline stage 1[^#]*attn->ffn \\[CONTEXT_PARALLEL\\] input: ATTN_TP all_reduce[^\n]*input CP gather")
 # ... under attention DP too (#17): the FFN input's DP gather places each CP rank's equal shard in
 # its replica's slot, and the exit takes the shard back; no RS, RSv or deferral, whatever the policy.
-seam_add_sim_test(tp8_dp2_cp2_rsrsv_AF NP 8 ARGS --tp 8 --attn-dp 2 --attn-cp 2 --policy rs+rsv --pattern AF --layers 2 --tokens 8,5
+seam_add_sim_test(tp8_dp2_cp2_rsrsv_AF NP 8 DEVICE ARGS --tp 8 --attn-dp 2 --attn-cp 2 --policy rs+rsv --pattern AF --layers 2 --tokens 8,5
   EXPECT "attn->ffn \\[CONTEXT_PARALLEL\\] input: DP gather \\(partial, completes ATTN_TP, places CP shards\\).*ffn->attn \\[CONTEXT_PARALLEL\\]: TP all_reduce in compute, DP\\+CP take-back at exit")
 seam_add_sim_test(tp4_dp2_cp2_rs_AE_idle NP 4 ARGS --tp 4 --attn-dp 2 --attn-cp 2 --policy rs --pattern AE --layers 2 --tokens 7,0
   EXPECT "DP gather \\(replicate, places CP shards\\).*MOE_OUTPUT all_reduce in compute, DP\\+CP take-back at exit")
@@ -182,7 +206,7 @@ seam_add_sim_test(tp8_dp2_cp2_rs_AE_decode_sum NP 8 ARGS --tp 8 --attn-dp 2 --at
 # and Seam's RSv hands each attention-TP rank its slice, then gathers it over attention TP.
 seam_add_sim_test(tp4_moe_ep2_ar_AE NP 4 ARGS --tp 4 --moe-ep 2 --policy ar --pattern AE --layers 2 --tokens 5
   EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT all_reduce in compute")
-seam_add_sim_test(tp4_dp2_moe_ep2_rsv_AE NP 4 ARGS --tp 4 --attn-dp 2 --moe-ep 2 --policy rsv --pattern AE --layers 2 --tokens 5,2
+seam_add_sim_test(tp4_dp2_moe_ep2_rsv_AE NP 4 DEVICE ARGS --tp 4 --attn-dp 2 --moe-ep 2 --policy rsv --pattern AE --layers 2 --tokens 5,2
   EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT reduce_scatterv at next input \\(deferred\\).*TP +reduce_scatterv")
 
 # The same boundaries over UCX instead of shared memory.
@@ -194,9 +218,9 @@ seam_add_sim_test(tp2_pp2_ar_AF_ucx NP 4 ENV SEAM_TRANSPORT=ucx ARGS --tp 2 --pp
 # Auxiliary capture (--capture): every attention prepare captures its updated residual, moved back
 # to its producer's rows (a DP gather of the residual under attention DP, an attention-TP gather
 # from slices, a CP gather on CP batches); each capture must equal the residual the reference reads.
-seam_add_sim_test(tp4_dp2_rs+rsv_AF_capture NP 4 ARGS --tp 4 --attn-dp 2 --policy rs+rsv --pattern AF --layers 2 --tokens 5,0 --capture
+seam_add_sim_test(tp4_dp2_rs+rsv_AF_capture NP 4 DEVICE ARGS --tp 4 --attn-dp 2 --policy rs+rsv --pattern AF --layers 2 --tokens 5,0 --capture
   EXPECT "DP gather \\(partial, completes ATTN_TP\\).*ffn->attn \\[ORDINARY\\]: MAX_LEN: TP reduce_scatter at next input")
-seam_add_sim_test(tp4_ar_MMF_capture_bf16 NP 4 ARGS --tp 4 --policy ar --pattern MMF --layers 2 --tokens 5 --capture --dtype bf16
+seam_add_sim_test(tp4_ar_MMF_capture_bf16 NP 4 DEVICE ARGS --tp 4 --policy ar --pattern MMF --layers 2 --tokens 5 --capture --dtype bf16
   EXPECT "attn->attn \\[ORDINARY\\]: ATTN_TP all_reduce at next input \\(deferred\\)")
 seam_add_sim_test(tp2_ar_AF_dense_dp_capture NP 2 ARGS --tp 2 --dense-tp 1 --policy ar --pattern AF --layers 2 --tokens 5 --capture
   EXPECT "attn->ffn \\[ORDINARY\\] input: ATTN_TP reduce_scatter onto slice")
@@ -208,7 +232,7 @@ seam_add_sim_test(tp2_dp2_pp2_rsv_AE_capture NP 4 ARGS --tp 2 --attn-dp 2 --pp 2
 # Two-batch overlap (--microbatches 2): each microbatch on its own stream and its own stage runners
 # (a runner's buffers serve one live stream), stages interleaved, merged before the final norm / the
 # pipeline send. The split comes after a dense FFN followed by a sparse one, else at the input.
-seam_add_sim_test(tp2_ar_AF_tbo NP 2 ARGS --tp 2 --policy ar --pattern AF --layers 2 --tokens 5 --microbatches 2
+seam_add_sim_test(tp2_ar_AF_tbo NP 2 DEVICE ARGS --tp 2 --policy ar --pattern AF --layers 2 --tokens 5 --microbatches 2
   EXPECT "ffn->attn \\[ORDINARY\\]: TP all_reduce at next input \\(deferred\\)")
 seam_add_sim_test(tp4_rs_AE_tbo_capture NP 4 ARGS --tp 4 --policy rs --pattern AE --layers 2 --tokens 9 --microbatches 2 --capture
   EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT all_reduce at next input \\(deferred\\)")
@@ -218,7 +242,7 @@ seam_add_sim_test(tp2_pp2_rs+rsv_MMF_tbo_bf16 NP 4 ARGS --tp 2 --pp 2 --policy r
 # ... under attention DP: each replica splits its own rows, each microbatch has its own per-replica
 # token counts, so its DP gathers, RS and RSv run over its own global buffer (an idle replica's
 # microbatches are idle too; MAX_LEN and SUM_LEN).
-seam_add_sim_test(tp4_dp2_rs+rsv_AF_tbo NP 4 ARGS --tp 4 --attn-dp 2 --policy rs+rsv --pattern AF --layers 2 --tokens 5,0 --microbatches 2
+seam_add_sim_test(tp4_dp2_rs+rsv_AF_tbo NP 4 DEVICE ARGS --tp 4 --attn-dp 2 --policy rs+rsv --pattern AF --layers 2 --tokens 5,0 --microbatches 2
   EXPECT "DP gather \\(partial, completes ATTN_TP\\).*# tbo: split before L0 A: layer input \\{ATTN_DP\\} -> keep; merge after L3 F")
 seam_add_sim_test(tp2_dp2_rsv_AE_tbo_sum NP 2 ARGS --tp 2 --attn-dp 2 --policy rsv --pattern AE --layers 2 --tokens 3,6 --padding sum --microbatches 2
   EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT reduce_scatterv at next input \\(deferred\\).*# tbo: split before L0 A")
@@ -231,7 +255,7 @@ seam_add_sim_test(tp4_dp2_pp2_rs_AE_tbo_capture_bf16 NP 8 ARGS --tp 4 --attn-dp 
 # batch, and a partition before the split runs whole.
 seam_add_sim_test(tp2_ar_AF_dense_dp_tbo NP 2 ARGS --tp 2 --dense-tp 1 --policy ar --pattern AF --layers 2 --tokens 5 --microbatches 2
   EXPECT "ATTN_TP reduce_scatter onto slice.*# tbo: split before L0 A: layer input \\{\\} -> keep")
-seam_add_sim_test(tp2_ar_AFAE_dense_dp_tbo_split NP 2 ARGS --tp 2 --dense-tp 1 --policy ar --pattern AFAE --tokens 7 --microbatches 2
+seam_add_sim_test(tp2_ar_AFAE_dense_dp_tbo_split NP 2 DEVICE ARGS --tp 2 --dense-tp 1 --policy ar --pattern AFAE --tokens 7 --microbatches 2
   EXPECT "L1 F [^#]*ffn->attn \\[ORDINARY\\]: complete \\(no sum\\), update into residual slice, attention-TP gather at exit[^#]*# tbo: split before L2 A \\(after L1 F's TBO_SPLIT handoff\\): layer input \\{\\} -> keep")
 seam_add_sim_test(tp4_dp2_rs+rsv_AFAE_dense_dp_tbo_split NP 4 ARGS --tp 4 --attn-dp 2 --dense-tp 1 --policy rs+rsv --pattern AFAE --layers 2 --tokens 6,3 --microbatches 2
   EXPECT "# tbo: split before L2 A \\(after L1 F's TBO_SPLIT handoff\\): layer input \\{ATTN_DP\\} -> keep; merge after L7 E")
@@ -254,7 +278,7 @@ seam_add_sim_test(tp2_pp2_ar_MMF_input_scattered_tbo NP 4 ARGS --tp 2 --pp 2 --i
   EXPECT "# pipeline stage 1[^#]*# tbo: split before L3 M: layer input \\{\\} -> keep")
 # ... on context-parallel batches: each CP rank splits its own shard alike, so each microbatch is a
 # CP batch of equal shards with its own CP gathers, take-backs and reduce-scatters.
-seam_add_sim_test(tp4_cp2_rs_AF_tbo NP 4 ARGS --tp 4 --attn-cp 2 --policy rs --pattern AF --layers 2 --tokens 7 --microbatches 2
+seam_add_sim_test(tp4_cp2_rs_AF_tbo NP 4 DEVICE ARGS --tp 4 --attn-cp 2 --policy rs --pattern AF --layers 2 --tokens 7 --microbatches 2
   EXPECT "input CP gather.*CP take-back at exit.*# tbo: split before L0 A: layer input \\{ATTN_CP\\} -> keep")
 seam_add_sim_test(tp2_cp2_rs_AE_tbo NP 2 ARGS --tp 2 --attn-cp 2 --policy rs --pattern AE --layers 2 --tokens 5 --microbatches 2
   EXPECT "MOE_OUTPUT sum completed by ATTN_CP reduce_scatter at exit.*# tbo: split before L0 A: layer input \\{ATTN_CP\\}.*ATTN_CP +reduce_scatter")

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/norm/elementwise.h"
 #include "layouts/errors.h"
 #include "runtime/boundary/rows/tensor_collectives.h"
 #include "runtime/boundary/rows/tp_moves.h"
@@ -97,8 +98,9 @@ struct Lane {
 // until the next boundary has consumed it — the whole forward.
 class StackRun {
  public:
-  StackRun(const Model& model, SimStack& stack, ProcessGroups& groups, bool capture, ForwardOutput& result)
-      : model_(model), stack_(stack), groups_(groups), capture_(capture), result_(result) {}
+  StackRun(const Model& model, SimStack& stack, ProcessGroups& groups, bool capture, Device device,
+           ForwardOutput& result)
+      : model_(model), stack_(stack), groups_(groups), capture_(capture), device_(device), result_(result) {}
 
   const boundary::BoundPath& path(int64_t i, const Lane& lane) const {
     return stack_.stage(i).plan().path(lane.batch->facts.variant());
@@ -114,33 +116,44 @@ class StackRun {
     const boundary::ResolvedStage& resolved = path(i, lane).stage;
     // A capture may borrow storage the boundary reuses: keep a copy.
     auto keep_capture = [&](const Tensor& value, bool /*owned*/) {
-      result_.captures.push_back({i, residual::OwnedTensor::clone(value), ids(lane, path(i, lane).incoming.produced.layout)});
+      result_.captures.push_back(
+          {i, residual::OwnedTensor::clone(value, Device::cpu()), ids(lane, path(i, lane).incoming.produced.layout)});
     };
     const bool captures = capture_ && stack_.stage(i).kind() == boundary::StageKind::ATTENTION;
     Tensor in = captures ? runner.prepare(lane.h, batch, boundary::PrepareOptions{.capture_output = keep_capture}).values
                          : runner.prepare(lane.h, batch).values;
     if (gathers_input_itself(resolved)) {
       // Attention gathers its sliced input itself (as its QKV projection would).
-      const Tensor full = keep(residual::OwnedTensor::zeros(in.dtype, in.rows * groups_.topology().attn_tp, in.cols));
+      const Tensor full =
+          keep(residual::OwnedTensor::zeros(in.dtype, in.rows * groups_.topology().attn_tp, in.cols, device_));
       boundary::rows::attn_tp_gather(groups_, in, full).wait();
       in = full;
     }
     const Share share = share_of(model_.kind(i), groups_);
     const std::vector<int64_t> token_ids = ids(lane, resolved.input.layout);
-    const Tensor out = keep(residual::OwnedTensor::zeros(in.dtype, in.rows, in.cols));
+    const Tensor out = keep(residual::OwnedTensor::zeros(in.dtype, in.rows, in.cols, device_));
     if (stack_.stage(i).plan().finishes_directly()) {
-      model_.compute(i, in, token_ids, share.shard, out);
+      compute(i, in, token_ids, share.shard, out);
       lane.h = runner.finish(out, batch);
       return;
     }
     auto exit = runner.exit(batch);
-    model_.compute(i, in, token_ids, share.shard, out);
+    compute(i, in, token_ids, share.shard, out);
     // Compute completes its own sum unless the exit told it the boundary completes or carries it.
     if (share.group && !exit.flags().compute_skips_sum()) boundary::rows::all_reduce(groups_, *share.group, out).wait();
     lane.h = exit.finish(out);
   }
 
  private:
+  // The model computes on host: device rows cross over and back.
+  void compute(int64_t i, const Tensor& in, std::span<const int64_t> token_ids, Shard shard, const Tensor& out) const {
+    if (!device_.is_cuda()) return model_.compute(i, in, token_ids, shard, out);
+    const residual::OwnedTensor host_in = residual::OwnedTensor::clone(in, Device::cpu());
+    const residual::OwnedTensor host_out = residual::OwnedTensor::zeros(out.dtype, out.rows, out.cols);
+    model_.compute(i, host_in.view, token_ids, shard, host_out.view);
+    kernels::copy(host_out.view, out);
+  }
+
   Tensor keep(residual::OwnedTensor t) {
     storage_.push_back(std::move(t));
     return storage_.back().view;
@@ -150,6 +163,7 @@ class StackRun {
   SimStack& stack_;
   ProcessGroups& groups_;
   bool capture_;
+  Device device_;
   ForwardOutput& result_;
   std::deque<residual::OwnedTensor> storage_;  ///< a deque: views stay valid as it grows
 };
@@ -238,13 +252,14 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, std::span<Runners
   if (static_cast<int>(runners.size()) != options.microbatches)
     throw ValueError("run_forward needs one set of stage runners per microbatch");
   ForwardOutput result;
-  StackRun run(model, stack, groups, options.capture, result);
+  StackRun run(model, stack, groups, options.capture, options.device, result);
   const ReplicaRows whole_rows = replica_rows(batch.facts);
   Lane whole{&batch, {}, &whole_rows, &runners[0]};
 
   residual::OwnedTensor input;  // the embeddings, on the partition that starts the stack
   if (stack.begin() == 0) {
     input = embeddings(model, batch.facts, run.ids(whole, run.path(0, whole).incoming.produced.layout), topology.tp);
+    if (options.device.is_cuda()) input = residual::OwnedTensor::clone(input.view, options.device);
     residual::start(batch);
     whole.h = residual::LayerOutput(input.view);
   } else {
@@ -268,8 +283,8 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, std::span<Runners
     for (int64_t i = split_at; i < stack.end(); ++i)
       for (Lane& lane : lanes) run.stage(i, lane);
     const int64_t rows = split.local_rows[0] + split.local_rows[1];
-    merged_hidden = residual::OwnedTensor::zeros(model.config().dtype, rows, model.config().hidden);
-    merged_residual = residual::OwnedTensor::zeros(model.config().dtype, rows, model.config().hidden);
+    merged_hidden = residual::OwnedTensor::zeros(model.config().dtype, rows, model.config().hidden, options.device);
+    merged_residual = residual::OwnedTensor::zeros(model.config().dtype, rows, model.config().hidden, options.device);
     const residual::LayerOutput last[2] = {std::move(lanes[0].h), std::move(lanes[1].h)};
     whole.h = residual::merge_microbatches(batch, child_ptrs, last, merged_hidden.view, merged_residual.view);
   }
@@ -280,9 +295,11 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, std::span<Runners
     handoff.send({pp.hidden_states, pp.residual, pp.has_residual, pp.declared_partial});
     return result;
   }
-  auto keep_residual = [&](const Tensor& value, bool /*owned*/) { result.residual = residual::OwnedTensor::clone(value); };
+  auto keep_residual = [&](const Tensor& value, bool /*owned*/) {
+    result.residual = residual::OwnedTensor::clone(value, Device::cpu());
+  };
   const Tensor normed = residual::norm(whole.h, batch, stack.final_norm(), {.capture = keep_residual});
-  result.output = residual::OwnedTensor::clone(normed);
+  result.output = residual::OwnedTensor::clone(normed, Device::cpu());
   result.token_ids = run.ids(whole, run.path(stack.end() - 1, whole).stage.handed_on);
   result.has_output = true;
   return result;

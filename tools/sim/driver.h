@@ -65,10 +65,12 @@ TboSplit tbo_split(SimStack& stack, const Topology& topology, BatchVariant varia
 struct ForwardOptions {
   bool capture = false;  ///< every attention stage's prepare also captures its updated residual (§4.4)
   int microbatches = 1;  ///< 2: two-batch overlap — split at tbo_split(), interleave, merge
+  Device device{};       ///< where the boundary's tensors live (the model computes on host)
 };
 
 /// Runs the partition on the batch `batch.facts` describes (this replica's embeddings as input), with
-/// one set of runners per microbatch (the whole batch, before the split, uses the first).
+/// one set of runners per microbatch (the whole batch, before the split, uses the first). The
+/// output, residual and captures come back in host memory.
 ForwardOutput run_forward(const Model& model, SimStack& stack, std::span<Runners> runners,
                           boundary::rows::ProcessGroups& groups, boundary::rows::PipelineHandoff& handoff,
                           residual::ForwardBatch& batch, const ForwardOptions& options = {});

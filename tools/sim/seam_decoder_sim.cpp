@@ -15,12 +15,12 @@
 
 #include "layouts/errors.h"
 #include "runtime/boundary/policy.h"
-#include "runtime/boundary/rows/host_fusion.h"
 #include "runtime/comm/communicator.h"
 #include "tools/sim/compare.h"
 #include "tools/sim/driver.h"
 #include "tools/sim/reference.h"
 #include "tools/sim/sim_args.h"
+#include "tools/sim/sim_device.h"
 #include "tools/sim/token_rows.h"
 
 using namespace seam;
@@ -156,8 +156,17 @@ int64_t tokens_compared(comm::Communicator& world, std::vector<double>& seen) {
   return both;
 }
 
+// Exit status of a run that cannot take place here (CTest's SKIP_RETURN_CODE).
+constexpr int kSkipped = 77;
+
 int run(int argc, char** argv) {
   const SimArgs args = parse_sim_args(argc, argv);
+  if (args.cuda) {
+    if (const std::string why = SimDevice::unavailable(); !why.empty()) {
+      std::fprintf(stderr, "seam_decoder_sim: skipped: --device cuda: %s\n", why.c_str());
+      return kSkipped;
+    }
+  }
   auto world = comm::Communicator::create_world();
   if (world->size() != args.tp * args.pp)
     throw ValueError("run under mpirun with tp * pp = " + std::to_string(args.tp * args.pp) + " ranks, not " +
@@ -170,19 +179,20 @@ int run(int argc, char** argv) {
     std::printf("# seam_decoder_sim: stages %s  %s  policy %s  tokens", model.config().stages.c_str(),
                 ctx.topology.describe().c_str(), std::string(boundary::policy_name(ctx.policy)).c_str());
     for (int64_t t : args.tokens) std::printf(" %lld", static_cast<long long>(t));
-    std::printf("  padding %s  %s batch  microbatches %d  dtype %s  hidden %lld  fusion %s  capture %s\n",
+    std::printf("  padding %s  %s batch  microbatches %d  dtype %s  hidden %lld  fusion %s  capture %s  device %s\n",
                 args.padding_mode() == PaddingMode::MAX_LEN ? "MAX_LEN" : "SUM_LEN",
                 std::string(batch_variant_name(variant_of(args))).c_str(),
                 args.microbatches,
-                args.dtype == DType::bf16 ? "bf16" : "fp32", static_cast<long long>(args.hidden), args.fusion ? "host" : "off",
-                args.capture ? "on" : "off");
+                args.dtype == DType::bf16 ? "bf16" : "fp32", static_cast<long long>(args.hidden), args.fusion ? (args.cuda ? "device" : "host") : "off",
+                args.capture ? "on" : "off", args.cuda ? "cuda" : "cpu");
     print_plan(model, ctx, args);
   }
 
+  const SimDevice where(groups, args.cuda);
   std::shared_ptr<const boundary::FusionProvider> fusion;
-  if (args.fusion) fusion = std::make_shared<boundary::rows::HostAllReduceNormFusion>(groups);
-  SimStack stack(model, ctx, args.pp, groups.pp_rank(), fusion);
-  boundary::rows::PipelineHandoff handoff(groups);
+  if (args.fusion) fusion = where.fusions(groups);
+  SimStack stack(model, ctx, args.pp, groups.pp_rank(), fusion, where.device());
+  boundary::rows::PipelineHandoff handoff(groups, where.device());
   residual::ForwardBatch batch;
   const BatchVariant variant = variant_of(args);
   batch.facts = BatchFacts::make(args.tokens, groups.attn().dp, ctx.topology.attn_tp * ctx.topology.attn_cp,
@@ -190,8 +200,9 @@ int run(int argc, char** argv) {
   // A set of stage runners per microbatch: a runner's buffers serve one live stream at a time.
   std::vector<Runners> runners;
   for (int m = 0; m < args.microbatches; ++m) runners.push_back(bind_runners(stack, groups));
-  const ForwardOutput out =
-      run_forward(model, stack, runners, groups, handoff, batch, {.capture = args.capture, .microbatches = args.microbatches});
+  const ForwardOutput out = run_forward(model, stack, runners, groups, handoff, batch,
+                                       {.capture = args.capture, .microbatches = args.microbatches, .device = where.device()});
+  where.finish();
 
   const int64_t total = std::accumulate(args.tokens.begin(), args.tokens.end(), int64_t{0});
   const ReferenceOutput ref = run_reference(model, total);

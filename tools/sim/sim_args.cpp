@@ -17,10 +17,12 @@ void usage() {
       "usage: mpirun -n <tp*pp> seam_decoder_sim --pattern AF [--layers N] [--tp N] [--attn-dp N] [--attn-cp N [--cp-decode]]\n"
       "         [--pp N] [--moe-ep N] [--dense-tp 1] [--input-scattered] [--policy ar|rs|rsv|rs+rsv|auto]\n"
       "         [--tokens a,b,...] [--padding max|sum|auto] [--dtype fp32|bf16] [--hidden N] [--seed N]\n"
-      "         [--capture] [--microbatches 2] [--no-fusion] [--quiet]\n"
+      "         [--capture] [--microbatches 2] [--no-fusion] [--device cpu|cuda] [--quiet]\n"
       "  pattern letters: A attention, F dense FFN, E expert FFN, M single-stage mixer; the stack is the\n"
       "  pattern repeated --layers times. --tokens gives the real tokens of each attention-DP replica\n"
       "  (one entry per replica, 0 for an idle one). attn_tp = tp / (attn_dp * attn_cp).\n"
+      "  --device cuda runs the boundaries on device tensors, each rank on GPU local_rank % device_count\n"
+      "  (the model's compute stays on host; its inputs and outputs cross to the device).\n"
       "  Experts are sharded over EP = --moe-ep (default tp), each expert's columns over MoE-TP = tp / EP.\n"
       "  --dense-tp 1 runs dense FFNs fully data-parallel, each rank on its own attention-TP slice of rows.\n"
       "  --attn-cp N runs a context-parallel (DSA/MLA-style prefill CP) batch: each CP rank holds an equal\n"
@@ -89,6 +91,11 @@ SimArgs parse_sim_args(int argc, char** argv) {
     else if (flag == "--capture") a.capture = true;
     else if (flag == "--microbatches") a.microbatches = std::stoi(value());
     else if (flag == "--quiet") a.quiet = true;
+    else if (flag == "--device") {
+      const std::string d = value();
+      if (d != "cpu" && d != "cuda") throw ValueError("--device must be cpu or cuda");
+      a.cuda = d == "cuda";
+    }
     else if (flag == "--dtype") {
       const std::string d = value();
       if (d == "fp32") a.dtype = DType::f32;

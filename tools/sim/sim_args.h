@@ -32,6 +32,7 @@ struct SimArgs {
   bool capture = false;                ///< every attention prepare captures its updated residual (checked too)
   bool fusion = true;                  ///< offer Seam's host fused all-reduce + add + RMSNorm candidate
   bool quiet = false;                  ///< print only the verdict
+  bool cuda = false;                   ///< --device cuda: the boundaries on this rank's GPU
 
   /// The stack's stage letters (pattern x layers).
   std::string stages() const;

@@ -9,7 +9,7 @@ namespace seam::sim {
 using namespace boundary;
 
 SimStack::SimStack(const Model& model, const PlanContext& ctx, int pp, int pp_rank,
-                   std::shared_ptr<const FusionProvider> fusions)
+                   std::shared_ptr<const FusionProvider> fusions, Device device)
     : model_(model) {
   const std::vector<StageDeclaration> decls = plan::declare_pattern(model.config().stages);
   const auto n = static_cast<int64_t>(decls.size());
@@ -28,12 +28,20 @@ SimStack::SimStack(const Model& model, const PlanContext& ctx, int pp, int pp_ra
   if (end_ < n) around.following = decls[static_cast<size_t>(end_)].with_previous(connected[static_cast<size_t>(end_ - 1)]);
   around.terminal = terminal_;
 
+  auto make_norm = [&](int64_t stage) {
+    Tensor weight = model.norm_weight(stage);
+    if (device.is_cuda()) {
+      weights_.push_back(residual::OwnedTensor::clone(weight, device));
+      weight = weights_.back().view;
+    }
+    return std::make_unique<residual::RmsNorm>(weight, model.config().eps);
+  };
   std::vector<StageSpec> specs;
   for (int64_t i = begin_; i < end_; ++i) {
-    norms_.push_back(std::make_unique<residual::RmsNorm>(model.norm_weight(i), model.config().eps));
+    norms_.push_back(make_norm(i));
     specs.push_back({decls[static_cast<size_t>(i)], norms_.back().get(), {.fusions = fusions}});
   }
-  norms_.push_back(std::make_unique<residual::RmsNorm>(model.norm_weight(n), model.config().eps));
+  norms_.push_back(make_norm(n));
   stages_ = make_stages(ctx, std::move(specs), around);
 }
 

@@ -12,14 +12,16 @@
 
 #include "runtime/boundary/factories.h"
 #include "runtime/residual/norm.h"
+#include "runtime/residual/owned_tensor.h"
 #include "tools/sim/model.h"
 
 namespace seam::sim {
 
 class SimStack {
  public:
+  /// `device`: where the norms' weights live (the memory of the boundary's tensors).
   SimStack(const Model& model, const boundary::PlanContext& ctx, int pp, int pp_rank,
-           std::shared_ptr<const boundary::FusionProvider> fusions);
+           std::shared_ptr<const boundary::FusionProvider> fusions, Device device = {});
 
   /// Global index of this partition's first stage, and one past its last.
   int64_t begin() const { return begin_; }
@@ -43,6 +45,7 @@ class SimStack {
   int64_t begin_ = 0, end_ = 0;
   int64_t after_tbo_split_ = 0;
   bool terminal_ = false;
+  std::vector<residual::OwnedTensor> weights_;  ///< the norms' weights on the device (host: the model's)
   std::vector<std::unique_ptr<residual::RmsNorm>> norms_;  ///< each stage's input norm, then the final norm
   std::vector<boundary::StageBoundary> stages_;
 };

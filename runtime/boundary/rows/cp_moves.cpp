@@ -2,7 +2,6 @@
 #include "runtime/boundary/rows/cp_moves.h"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 
 #include "kernels/norm/elementwise.h"
@@ -37,9 +36,9 @@ void cp_gather_padded(ProcessGroups& groups, const Tensor& shard, std::span<cons
   const int64_t max = max_rows(groups, rows);
   if (shard.rows != rows[static_cast<size_t>(groups.rank_in(GroupKind::ATTN_CP))])
     throw ValueError("row move: the CP shard does not have this rank's row count");
-  const Tensor padded = scratch.get(shard.dtype, max, shard.cols);
+  const Tensor padded = scratch.get(shard, max);
   if (shard.rows > 0) kernels::copy(shard, padded.slice_rows(0, shard.rows));
-  for (int64_t r = shard.rows; r < max; ++r) std::memset(padded.row(r), 0, padded.row_bytes());
+  kernels::zero(padded.slice_rows(shard.rows, max - shard.rows));
   all_gather(groups, GroupKind::ATTN_CP, padded, full).wait();
 }
 

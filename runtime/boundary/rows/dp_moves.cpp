@@ -1,7 +1,6 @@
 #include <cstdint>
 #include "runtime/boundary/rows/dp_moves.h"
 
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -20,10 +19,6 @@ void require_rows(const Tensor& t, int64_t rows, const char* what) {
                      std::to_string(rows));
 }
 
-void zero(const Tensor& t) {
-  for (int64_t r = 0; r < t.rows; ++r) std::memset(t.row(r), 0, t.row_bytes());
-}
-
 void check_dp_shapes(const ProcessGroups& groups, const BatchFacts& facts, const Tensor& local, const Tensor& global) {
   if (facts.dp_size() != groups.topology().attn_dp || facts.dp_rank() != groups.attn().dp)
     throw ValueError("row move: batch facts do not match this rank's attention-DP replica");
@@ -37,7 +32,7 @@ void gather_through_all_reduce(ProcessGroups& groups, const BatchFacts& facts, c
                                const Tensor& global, DpGatherMode mode) {
   const auto& at = groups.attn();
   const bool writes = (mode == DpGatherMode::PARTIAL || at.tp == 0) && at.cp == 0;
-  zero(global);
+  kernels::zero(global);
   if (writes && local.rows > 0) kernels::copy(local, global.slice_rows(facts.offset(facts.dp_rank()), local.rows));
   all_reduce(groups, GroupKind::TP, global).wait();
 }
@@ -77,7 +72,7 @@ void dp_gather_cp_shards(ProcessGroups& groups, const BatchFacts& facts, const T
   require_rows(shard, rows, "the CP shard");
   require_rows(global, facts.global_rows(), "the global DP buffer");
   require_contiguous(global, "the global DP buffer");
-  zero(global);
+  kernels::zero(global);
   if ((mode == DpGatherMode::PARTIAL || groups.attn().tp == 0) && rows > 0)
     kernels::copy(shard, global.slice_rows(at, rows));
   all_reduce(groups, GroupKind::TP, global).wait();
@@ -90,7 +85,7 @@ void dp_cp_take_back(const ProcessGroups& groups, const BatchFacts& facts, const
   if (shard.rows < rows) require_rows(shard, rows, "the CP shard");
   require_rows(global, facts.global_rows(), "the global DP buffer");
   if (rows > 0) kernels::copy(global.slice_rows(at, rows), shard.slice_rows(0, rows));
-  zero(shard.slice_rows(rows, shard.rows - rows));
+  kernels::zero(shard.slice_rows(rows, shard.rows - rows));
 }
 
 void dp_gather(ProcessGroups& groups, const BatchFacts& facts, const Tensor& local, const Tensor& global,
@@ -102,12 +97,12 @@ void dp_gather(ProcessGroups& groups, const BatchFacts& facts, const Tensor& loc
   // One scratch holds the chunk and, when this rank contributes zeros, the zero rows.
   const bool contributes_zeros = mode == DpGatherMode::REPLICATE && groups.attn().tp != 0;
   const int64_t chunk_rows = local.rows / t.attn_tp;
-  const Tensor space = scratch.get(local.dtype, chunk_rows + (contributes_zeros ? local.rows : 0), local.cols);
+  const Tensor space = scratch.get(local, chunk_rows + (contributes_zeros ? local.rows : 0));
   const Tensor chunk = space.slice_rows(0, chunk_rows);
   Tensor source = local;
   if (contributes_zeros) {
     source = space.slice_rows(chunk_rows, local.rows);
-    zero(source);
+    kernels::zero(source);
   }
   attn_tp_reduce_scatter(groups, source, chunk).wait();
   all_gather(groups, GroupKind::TP, chunk, global).wait();
@@ -118,7 +113,7 @@ void dp_scatter(const BatchFacts& facts, const Tensor& global, const Tensor& loc
   if (local.rows < rows) require_rows(local, rows, "the local tensor");
   require_rows(global, facts.global_rows(), "the global DP buffer");
   if (rows > 0) kernels::copy(global.slice_rows(facts.offset(facts.dp_rank()), rows), local.slice_rows(0, rows));
-  zero(local.slice_rows(rows, local.rows - rows));
+  kernels::zero(local.slice_rows(rows, local.rows - rows));
 }
 
 void dp_reduce_scatter(ProcessGroups& groups, const BatchFacts& facts, const Tensor& global, const Tensor& local,
@@ -128,7 +123,7 @@ void dp_reduce_scatter(ProcessGroups& groups, const BatchFacts& facts, const Ten
   if (facts.padding() != PaddingMode::MAX_LEN) throw NotSupportedError("a DP reduce-scatter needs MAX_LEN padding");
   if (t.attn_cp > 1) throw NotSupportedError("a DP reduce-scatter under attention CP");
   if (t.tp == t.attn_dp) return reduce_scatter(groups, GroupKind::TP, global, local).wait();
-  const Tensor chunk = scratch.get(global.dtype, global.rows / t.tp, global.cols);
+  const Tensor chunk = scratch.get(global, global.rows / t.tp);
   reduce_scatter(groups, GroupKind::TP, global, chunk).wait();
   attn_tp_gather(groups, chunk, local).wait();
 }
@@ -144,7 +139,7 @@ void dp_reduce_scatterv(ProcessGroups& groups, const BatchFacts& facts, const Te
   for (int dp = 0; dp < facts.dp_size(); ++dp)
     for (int k = 0; k < t.attn_tp; ++k) counts.push_back(facts.rows(dp) / t.attn_tp);
   Scratch temporary;
-  const Tensor chunk = (scratch ? *scratch : temporary).get(global.dtype, facts.local_rows() / t.attn_tp, global.cols);
+  const Tensor chunk = (scratch ? *scratch : temporary).get(global, facts.local_rows() / t.attn_tp);
   reduce_scatterv(groups, GroupKind::TP, global, chunk, counts).wait();
   attn_tp_gather(groups, chunk, local).wait();
 }

@@ -29,15 +29,15 @@ std::optional<FusedRead> run_fused(FusedState& s, const FusionArgs& args) {
   if (!args.group) return std::nullopt;
   const GroupKind group = group_of(*args.group);
   const int k = s.groups->size(group);
-  if (args.post_residual_addition || partial.rows == 0 || !fusable(partial.dtype) || !partial.is_contiguous() ||
+  if (args.post_residual_addition || partial.rows == 0 || partial.device.is_cuda() || args.residual.device.is_cuda() || !fusable(partial.dtype) || !partial.is_contiguous() ||
       !args.residual.is_contiguous() || partial.bytes() * static_cast<size_t>(k) > s.max_gather_bytes)
     return std::nullopt;
-  const Tensor out = s.output.get(partial.dtype, partial.rows, partial.cols);
+  const Tensor out = s.output.get(partial, partial.rows);
   std::vector<Tensor> partials;
   if (k == 1) {
     partials.push_back(partial);
   } else {
-    const Tensor all = s.gathered.get(partial.dtype, partial.rows * k, partial.cols);
+    const Tensor all = s.gathered.get(partial, partial.rows * k);
     all_gather(*s.groups, group, partial, all).wait();
     for (int r = 0; r < k; ++r) partials.push_back(all.slice_rows(r * partial.rows, partial.rows));
   }

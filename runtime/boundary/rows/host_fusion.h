@@ -5,7 +5,8 @@
 // returns them. A stage's norm (its NormRef) must be a residual::RmsNorm.
 //
 // A candidate completes the group the runner passes (FusionArgs::group). It declines — before
-// touching anything — when no group is owed, for an empty batch, a dtype other than
+// touching anything — when no group is owed, for an empty batch, device tensors (seam::cuda's
+// DeviceAllReduceNormFusion serves those), a dtype other than
 // fp32/bf16/fp16, a non-contiguous tensor, a post-residual addition, or gathered partials larger
 // than max_gather_bytes (an all-gather moves group-size times an all-reduce's bytes). These depend
 // only on facts every rank of the group shares, so the group declines or accepts together.

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "kernels/norm/elementwise.h"
 #include "layouts/errors.h"
 #include "runtime/boundary/rows/tensor_collectives.h"
 
@@ -29,10 +30,19 @@ comm::Communicator& world(ProcessGroups& groups) {
   return *w;
 }
 
-Tensor into(Buffer& buffer, const Header& h, int64_t rows) {
+Tensor into(residual::Storage& storage, const Header& h, int64_t rows, Device device) {
   const size_t bytes = static_cast<size_t>(rows * h.cols) * dtype_size(static_cast<DType>(h.dtype));
-  if (bytes > buffer.bytes()) buffer = Buffer(bytes);
-  return Tensor::contiguous(buffer.data(), static_cast<DType>(h.dtype), rows, h.cols);
+  if (!storage.fits(bytes, device)) storage = residual::Storage(bytes, device);
+  return Tensor::contiguous(storage.data(), static_cast<DType>(h.dtype), rows, h.cols, device);
+}
+
+// t itself when it is in host memory, else its copy in `staging` (host memory).
+Tensor on_host(const Tensor& t, residual::Storage& staging) {
+  if (!t.device.is_cuda()) return t;
+  if (!staging.fits(t.bytes(), Device::cpu())) staging = residual::Storage(t.bytes(), Device::cpu());
+  const Tensor host = Tensor::contiguous(staging.data(), t.dtype, t.rows, t.cols);
+  kernels::copy(t, host);
+  return host;
 }
 
 }  // namespace
@@ -50,8 +60,10 @@ void PipelineHandoff::send(const PipelineTensors& t) {
   const Header h{t.hidden_states.rows, t.has_residual ? t.residual.rows : 0, t.hidden_states.cols,
                  static_cast<uint32_t>(t.hidden_states.dtype), t.has_residual, t.declared_partial};
   comm::Work header = w.send(&h, sizeof h, peer, kHeaderTag);
-  comm::Work hidden = w.send(t.hidden_states.data, t.hidden_states.bytes(), peer, kHiddenTag);
-  comm::Work residual = t.has_residual ? w.send(t.residual.data, t.residual.bytes(), peer, kResidualTag) : comm::Work{};
+  const Tensor hidden_states = on_host(t.hidden_states, staged_hidden_);
+  const Tensor residual_rows = t.has_residual ? on_host(t.residual, staged_residual_) : Tensor{};
+  comm::Work hidden = w.send(hidden_states.data, hidden_states.bytes(), peer, kHiddenTag);
+  comm::Work residual = t.has_residual ? w.send(residual_rows.data, residual_rows.bytes(), peer, kResidualTag) : comm::Work{};
   groups_.traffic().record(GroupKind::WORLD, CollectiveKind::send, sizeof h + t.hidden_states.bytes() +
                                                                        (t.has_residual ? t.residual.bytes() : 0));
   header.wait();
@@ -66,19 +78,31 @@ PipelineTensors PipelineHandoff::receive() {
   Header h{};
   w.recv(&h, sizeof h, peer, kHeaderTag).wait();
   PipelineTensors t;
-  t.hidden_states = into(hidden_, h, h.rows);
+  // Device tensors arrive in host staging first.
+  const bool staged = device_.is_cuda();
+  t.hidden_states = into(staged ? staged_hidden_ : hidden_, h, h.rows, Device::cpu());
   t.has_residual = h.has_residual != 0;
   t.declared_partial = h.declared_partial != 0;
   comm::Work hidden = w.recv(t.hidden_states.data, t.hidden_states.bytes(), peer, kHiddenTag);
   comm::Work residual;
   if (t.has_residual) {
-    t.residual = into(residual_, h, h.residual_rows);
+    t.residual = into(staged ? staged_residual_ : residual_, h, h.residual_rows, Device::cpu());
     residual = w.recv(t.residual.data, t.residual.bytes(), peer, kResidualTag);
   }
   groups_.traffic().record(GroupKind::WORLD, CollectiveKind::recv,
                            sizeof h + t.hidden_states.bytes() + (t.has_residual ? t.residual.bytes() : 0));
   hidden.wait();
   residual.wait();
+  if (staged) {
+    const Tensor hidden_states = into(hidden_, h, h.rows, device_);
+    kernels::copy(t.hidden_states, hidden_states);
+    t.hidden_states = hidden_states;
+    if (t.has_residual) {
+      const Tensor residual_rows = into(residual_, h, h.residual_rows, device_);
+      kernels::copy(t.residual, residual_rows);
+      t.residual = residual_rows;
+    }
+  }
   return t;
 }
 

@@ -3,11 +3,13 @@
 // operations. A small header (each tensor's rows, cols, dtype, whether a residual follows) goes
 // first, so the receiver sizes its buffers from what actually arrives. The two may have different
 // row counts: a residual kept on attention-TP slices travels beside hidden states on full rows. Packaging (what to send, and what the
-// receiver's from_pp rebuilds) is the residual stream's job; this only moves the bytes.
+// receiver's from_pp rebuilds) is the residual stream's job; this only moves the bytes. Device
+// tensors travel through host memory: the sender copies them out, the receiver into its device.
 #pragma once
 
 #include "layouts/tensor.h"
 #include "runtime/boundary/rows/process_groups.h"
+#include "runtime/residual/storage.h"
 
 namespace seam::boundary::rows {
 
@@ -24,7 +26,8 @@ struct PipelineTensors {
 
 class PipelineHandoff {
  public:
-  explicit PipelineHandoff(ProcessGroups& groups) : groups_(groups) {}
+  /// `device`: where received tensors land (host memory by default, or this rank's CUDA device).
+  explicit PipelineHandoff(ProcessGroups& groups, Device device = {}) : groups_(groups), device_(device) {}
 
   /// Sends to the next stage (same TP rank); returns once the data has left this rank's buffers.
   /// ValueError on the last stage or when the residual's hidden size or dtype differ from the
@@ -35,8 +38,9 @@ class PipelineHandoff {
 
  private:
   ProcessGroups& groups_;
-  Buffer hidden_;
-  Buffer residual_;
+  Device device_;
+  residual::Storage hidden_, residual_;            ///< what receive() returns, on device_
+  residual::Storage staged_hidden_, staged_residual_;  ///< host copies of device tensors in transit
 };
 
 }  // namespace seam::boundary::rows

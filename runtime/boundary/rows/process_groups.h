@@ -10,6 +10,7 @@
 
 #include "layouts/layout.h"
 #include "layouts/topology.h"
+#include "runtime/boundary/rows/device_group.h"
 #include "runtime/boundary/rows/traffic.h"
 #include "runtime/comm/communicator.h"
 
@@ -30,6 +31,17 @@ class ProcessGroups {
 
   /// The communicator of `group` (null when the group has one rank).
   comm::Communicator* comm(GroupKind group) const { return comms_[static_cast<size_t>(group)].get(); }
+  /// The device-memory collectives of `group` (null until seam::cuda attached them, and for a group
+  /// of one rank).
+  DeviceGroup* device_group(GroupKind group) const { return device_groups_[static_cast<size_t>(group)].get(); }
+  /// Sets (or with null, removes) `group`'s device collectives.
+  void set_device_group(GroupKind group, std::shared_ptr<DeviceGroup> device) {
+    device_groups_[static_cast<size_t>(group)] = std::move(device);
+  }
+  /// The communicator of `group`, shared (null when the group has one rank).
+  const std::shared_ptr<comm::Communicator>& shared_comm(GroupKind group) const {
+    return comms_[static_cast<size_t>(group)];
+  }
   /// Number of ranks in `group`.
   int size(GroupKind group) const { return sizes_[static_cast<size_t>(group)]; }
   /// This rank's position in `group`.
@@ -52,6 +64,7 @@ class ProcessGroups {
   Topology::AttnCoords attn_{0, 0, 0};
   std::shared_ptr<comm::Communicator> world_;
   std::array<std::shared_ptr<comm::Communicator>, kGroupKindCount> comms_{};
+  std::array<std::shared_ptr<DeviceGroup>, kGroupKindCount> device_groups_{};
   std::array<int, kGroupKindCount> sizes_{};
   std::array<int, kGroupKindCount> ranks_{};
   Traffic traffic_;

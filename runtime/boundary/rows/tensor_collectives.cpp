@@ -1,5 +1,6 @@
-#include <cstdint>
 #include "runtime/boundary/rows/tensor_collectives.h"
+
+#include <cstdint>
 
 #include <numeric>
 #include <string>
@@ -29,6 +30,19 @@ void require_rows(const Tensor& t, int64_t rows, const char* op) {
                      std::to_string(t.rows));
 }
 
+// The device collectives of `group` for device tensors (their path is chosen by Tensor::device).
+DeviceGroup& device_group(ProcessGroups& groups, GroupKind group, const Tensor& t, const Tensor* other) {
+  if (other && !(other->device == t.device))
+    throw ValueError("row move: one buffer is in CUDA memory and the other is not");
+  DeviceGroup* d = groups.device_group(group);
+  if (!d)
+    throw NotSupportedError("row move: device tensors on the " + std::string(group_kind_name(group)) +
+                            " group need seam::cuda attached to the process groups (seam::device::BoundaryDevice::attach)");
+  return *d;
+}
+
+bool on_device(const Tensor& a, const Tensor& b) { return a.device.is_cuda() || b.device.is_cuda(); }
+
 // A one-rank collective out of place is a copy.
 comm::Work local_copy(const Tensor& send, const Tensor& recv) {
   if (send.data != recv.data && send.rows > 0) kernels::copy(send, recv);
@@ -42,6 +56,7 @@ comm::Work all_reduce(ProcessGroups& groups, GroupKind group, const Tensor& inou
   comm::Communicator* c = groups.comm(group);
   if (!c) return {};
   groups.traffic().record(group, CollectiveKind::all_reduce, inout.bytes());
+  if (inout.device.is_cuda()) return device_group(groups, group, inout, nullptr).all_reduce(inout);
   return c->all_reduce(inout.data, inout.data, static_cast<size_t>(inout.numel()), inout.dtype, ReduceOp::sum);
 }
 
@@ -51,6 +66,7 @@ comm::Work reduce_scatter(ProcessGroups& groups, GroupKind group, const Tensor& 
   comm::Communicator* c = groups.comm(group);
   if (!c) return local_copy(send, recv);
   groups.traffic().record(group, CollectiveKind::reduce_scatter, send.bytes());
+  if (on_device(send, recv)) return device_group(groups, group, send, &recv).reduce_scatter(send, recv);
   return c->reduce_scatter(send.data, recv.data, static_cast<size_t>(recv.numel()), send.dtype, ReduceOp::sum);
 }
 
@@ -66,6 +82,7 @@ comm::Work reduce_scatterv(ProcessGroups& groups, GroupKind group, const Tensor&
   std::vector<size_t> counts(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) counts[i] = static_cast<size_t>(rows[i] * send.cols);
   groups.traffic().record(group, CollectiveKind::reduce_scatterv, send.bytes());
+  if (on_device(send, recv)) return device_group(groups, group, send, &recv).reduce_scatterv(send, recv, counts);
   return c->reduce_scatterv(send.data, recv.data, counts, send.dtype, ReduceOp::sum);
 }
 
@@ -75,6 +92,7 @@ comm::Work all_gather(ProcessGroups& groups, GroupKind group, const Tensor& send
   comm::Communicator* c = groups.comm(group);
   if (!c) return local_copy(send, recv);
   groups.traffic().record(group, CollectiveKind::all_gather, recv.bytes());
+  if (on_device(send, recv)) return device_group(groups, group, send, &recv).all_gather(send, recv);
   return c->all_gather(send.data, recv.data, static_cast<size_t>(send.numel()), send.dtype);
 }
 

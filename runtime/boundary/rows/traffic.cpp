@@ -22,6 +22,7 @@ std::string_view collective_kind_name(CollectiveKind kind) {
     case CollectiveKind::all_gather: return "all_gather";
     case CollectiveKind::send: return "send";
     case CollectiveKind::recv: return "recv";
+    case CollectiveKind::fused_all_reduce_norm: return "fused_all_reduce_norm";
   }
   return "?";
 }

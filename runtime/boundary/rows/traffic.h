@@ -19,8 +19,9 @@ inline constexpr int kGroupKindCount = 6;
 std::string_view group_kind_name(GroupKind group);
 
 /// The collective (or point-to-point operation) counted.
-enum class CollectiveKind : uint8_t { all_reduce, reduce_scatter, reduce_scatterv, all_gather, send, recv };
-inline constexpr int kCollectiveKindCount = 6;
+/// fused_all_reduce_norm: one fused all-reduce + residual add + RMSNorm call (a device fusion).
+enum class CollectiveKind : uint8_t { all_reduce, reduce_scatter, reduce_scatterv, all_gather, send, recv, fused_all_reduce_norm };
+inline constexpr int kCollectiveKindCount = 7;
 std::string_view collective_kind_name(CollectiveKind kind);
 
 class Traffic {
