@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One whole GPU verification, on a GPU machine (as root): builds with CUDA, runs the gpu-labelled
-# tests (device collectives at 2, 4 and 8 ranks on the machine's GPUs, kill tests, graph replays)
-# without and then with MPS, the device perf binaries under MPS, and prints a summary.
+# tests (device collectives at 2, 4 and 8 ranks on the machine's GPUs, kill tests, graph replays,
+# the decoder simulator's boundaries on device tensors: sim_cuda_*) without and then with MPS, the device perf binaries under MPS, and prints a summary.
 #   scripts/gpu-check.sh [build-dir]        (logs in $GPU_CHECK_LOGS, default <build-dir>/gpu-check)
 # GPU_CHECK_STAGES picks stages (default "build tests mps-tests perf").
 set -uo pipefail
@@ -27,7 +27,7 @@ fi
 
 gpu_targets=(seam_cuda device_collectives_check device_fault_rank seam_local_launcher test_cuda_norm_kernels
   all_reduce_perf reduce_scatter_perf reduce_scatterv_perf all_gather_perf all_gatherv_perf broadcast_perf
-  seam_info norm_perf_cuda)
+  seam_info norm_perf_cuda seam_decoder_sim)
 if has build; then
   if cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 ${SEAM_CMAKE_ARGS:-} \
        >"$logs/configure.log" 2>&1 &&
@@ -49,6 +49,7 @@ run_tests() {  # label for the log, extra ctest arguments
   if ctest --test-dir "$build" -L gpu --output-on-failure --timeout 900 "$@" \
        >"$logs/ctest-$tag.log" 2>&1; then
     note "ctest -L gpu ($tag): $(grep -E 'tests passed' "$logs/ctest-$tag.log")"
+    note "  of which decoder simulator on device: $(grep -cE 'sim_cuda_.*Passed' "$logs/ctest-$tag.log") passed"
   else
     grep -E "Failed|\*\*\*|tests passed" "$logs/ctest-$tag.log" | tail -20
     note "ctest -L gpu ($tag): FAILED: $(grep -E 'tests passed' "$logs/ctest-$tag.log")"

@@ -327,7 +327,8 @@ residual::StageInput StageRunner::move_input(InputMove move, const residual::Sta
   };
   const Tensor values = gather(input.values, gathered_);
   if (!input.quantized()) return {values};
-  const Tensor scales = Tensor::contiguous(const_cast<float*>(input.scales), DType::f32, input.values.rows, 1);
+  const Tensor scales =
+      Tensor::contiguous(const_cast<float*>(input.scales), DType::f32, input.values.rows, 1, input.values.device);
   return {values, static_cast<const float*>(gather(scales, gathered_scales_).data)};
 }
 

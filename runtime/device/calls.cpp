@@ -27,6 +27,29 @@ void check_types(const char* op, DType dtype, const ReduceOp* reduce) {
     throw ValueError(std::string("seam: device ") + op + ": op must be sum, max or min");
 }
 
+/// Data movement takes any dtype: its elements travel as 4- or 2-byte carriers, bits unchanged
+/// (counts rescaled in place). 1-byte elements need even counts.
+DType carrier(const char* op, DType dtype, std::span<size_t> counts) {
+  if (dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16) return dtype;
+  const size_t e = dtype_size(dtype);
+  if (e == 8) {
+    for (size_t& c : counts) {
+      if (c > SIZE_MAX / 2) throw ValueError(std::string("seam: device ") + op + ": the byte count overflows");
+      c *= 2;
+    }
+    return DType::f32;
+  }
+  if (e == 4) return DType::f32;
+  if (e == 2) return DType::f16;
+  for (size_t& c : counts) {
+    if (c % 2)
+      throw TypeError(std::string("seam: device ") + op + ": 1-byte elements (" + std::string(dtype_name(dtype)) +
+                      ") move in even counts");
+    c /= 2;
+  }
+  return DType::f16;
+}
+
 size_t bytes_of(const char* op, size_t count, DType dtype) {
   const size_t e = dtype_size(dtype);
   if (count > SIZE_MAX / e) throw ValueError(std::string("seam: device ") + op + ": the byte count overflows");
@@ -130,12 +153,15 @@ comm::Work DeviceCommunicator::reduce_scatterv(const void* send, void* recv, std
 comm::Work DeviceCommunicator::all_gather(const void* send, void* recv, size_t send_count, DType dtype,
                                           cudaStream_t stream) {
   std::vector<size_t> counts(static_cast<size_t>(size()), send_count);
-  return impl_->all_gather_blocks(DeviceCall::all_gather, send, recv, counts, dtype, stream);
+  const DType moved = carrier("all_gather", dtype, counts);
+  return impl_->all_gather_blocks(DeviceCall::all_gather, send, recv, counts, moved, stream);
 }
 
 comm::Work DeviceCommunicator::all_gatherv(const void* send, void* recv, std::span<const size_t> counts, DType dtype,
                                            cudaStream_t stream) {
-  return impl_->all_gather_blocks(DeviceCall::all_gatherv, send, recv, counts, dtype, stream);
+  std::vector<size_t> moved_counts(counts.begin(), counts.end());
+  const DType moved = carrier("all_gatherv", dtype, moved_counts);
+  return impl_->all_gather_blocks(DeviceCall::all_gatherv, send, recv, moved_counts, moved, stream);
 }
 
 comm::Work DeviceCommunicatorImpl::reduce_scatter_blocks(DeviceCall call, const void* send, void* recv,
@@ -188,6 +214,7 @@ comm::Work DeviceCommunicatorImpl::all_gather_blocks(DeviceCall call, const void
 comm::Work DeviceCommunicator::broadcast(void* buffer, size_t count, DType dtype, int root, cudaStream_t stream) {
   auto& d = *impl_;
   constexpr auto call = DeviceCall::broadcast;
+  dtype = carrier("broadcast", dtype, std::span<size_t>(&count, 1));
   check_types("broadcast", dtype, nullptr);
   if (root < 0 || root >= d.size)
     throw ValueError("seam: device broadcast: root " + std::to_string(root) + " is not a rank of " +

@@ -328,6 +328,44 @@ int run_graph(DeviceCommunicator& dev, cudaStream_t stream) {
   return failures;
 }
 
+/// Data movement in dtypes without a device reduction (fp8, u8, i32, f64): all-gather and broadcast
+/// move every byte unchanged; 1-byte elements in an odd count are refused.
+int run_movement_dtypes(DeviceCommunicator& dev, cudaStream_t stream) {
+  int failures = 0;
+  const int n = dev.size(), me = dev.rank();
+  for (DType dtype : {DType::fp8_e4m3, DType::u8, DType::i32, DType::f64}) {
+    const size_t count = 1030, e = dtype_size(dtype), bytes = count * e;
+    auto byte_of = [](int rank, size_t i) { return static_cast<unsigned char>((rank * 131 + i * 7 + (i >> 8)) & 0xff); };
+    std::vector<unsigned char> mine(bytes), got(bytes * static_cast<size_t>(n));
+    for (size_t i = 0; i < bytes; ++i) mine[i] = byte_of(me, i);
+    DeviceBuffer in(bytes), out(bytes * static_cast<size_t>(n));
+    SEAM_CUDA_OK(cudaMemcpyAsync(in.base, mine.data(), bytes, cudaMemcpyHostToDevice, stream));
+    dev.all_gather(in.base, out.base, count, dtype, stream).wait();
+    const int root = 1 % n;
+    dev.broadcast(in.base, count, dtype, root, stream).wait();
+    SEAM_CUDA_OK(cudaMemcpyAsync(got.data(), out.base, got.size(), cudaMemcpyDeviceToHost, stream));
+    SEAM_CUDA_OK(cudaMemcpyAsync(mine.data(), in.base, bytes, cudaMemcpyDeviceToHost, stream));
+    SEAM_CUDA_OK(cudaStreamSynchronize(stream));
+    long wrong = 0;
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < bytes; ++i) wrong += got[static_cast<size_t>(r) * bytes + i] != byte_of(r, i);
+    for (size_t i = 0; i < bytes; ++i) wrong += mine[i] != byte_of(root, i);
+    if (wrong) {
+      ++failures;
+      std::fprintf(stderr, "FAIL rank %d: %s all_gather/broadcast moved %ld bytes wrong\n", me,
+                   std::string(dtype_name(dtype)).c_str(), wrong);
+    }
+  }
+  DeviceBuffer d(64);
+  try {
+    dev.all_gather(d.base, d.base, 3, DType::u8, stream);
+    ++failures;
+    std::fprintf(stderr, "FAIL rank %d: an odd count of 1-byte elements was accepted\n", me);
+  } catch (const TypeError&) {
+  }
+  return failures;
+}
+
 /// Refused arguments: every rank makes the same bad calls, then a good one still works.
 int run_refusals(DeviceCommunicator& dev, comm::Communicator& host, cudaStream_t stream) {
   int failures = 0;
@@ -472,6 +510,7 @@ int main(int argc, char** argv) {
       failures += run_fused(*dev, stream);
       if (dev->path() == "peer") failures += run_graph(*dev, stream);
       failures += run_refusals(*dev, *world, stream);
+      failures += run_movement_dtypes(*dev, stream);
     }
     int total = 0;
     world->all_reduce(&failures, &total, 1, DType::i32, ReduceOp::sum).wait();
