@@ -2,7 +2,7 @@
 // dispatches here when a tensor's Device is CUDA; seam::cuda provides the implementation and
 // installs it (seam::device::BoundaryDevice::attach, DeviceCommunicator::create). Work is
 // enqueued on the calling thread's current stream (seam::device::StreamGuard) and never
-// synchronises with the host, except a copy into pageable host memory, which returns complete.
+// synchronises with the host, except a copy to or from host memory, which returns complete.
 #pragma once
 
 #include <cstddef>

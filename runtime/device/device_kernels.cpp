@@ -47,8 +47,8 @@ class CudaDeviceOps final : public kernels::DeviceOps {
     check(cudaMemcpy2DAsync(dst.data, pitch(dst), src.data, pitch(src), src.row_bytes(), static_cast<size_t>(src.rows),
                             cudaMemcpyDefault, stream),
           "copy");
-    // Host code reads what lands in host memory right after the call.
-    if (!dst.device.is_cuda()) check(cudaStreamSynchronize(stream), "copy to host memory");
+    // Host code reads what lands in host memory, and may reuse a host source, right after the call.
+    if (!dst.device.is_cuda() || !src.device.is_cuda()) check(cudaStreamSynchronize(stream), "copy through host memory");
   }
   void zero(const Tensor& t) override {
     if (t.rows == 0 || t.cols == 0) return;
