@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace seam::transport {
@@ -111,6 +112,19 @@ class Transport {
   /// whose tag equals `tag` on the bits of `mask`, if there is one: how a caller that waits
   /// finds out that the peer sent under another tag (it called something else).
   virtual std::optional<uint64_t> unmatched_tag(int peer, uint64_t tag, uint64_t mask) = 0;
+  /// Whether an unmatched message (peer, tag) is one the caller looks for.
+  using UnmatchedFilter = bool (*)(void* context, int peer, uint64_t tag);
+  /// The same from any peer: (peer, tag) of the oldest such message that `accept` takes, where
+  /// the transport can tell; at least the oldest of each peer (of all, over UCX) is looked at.
+  virtual std::optional<std::pair<int, uint64_t>> unmatched_from_any(uint64_t tag, uint64_t mask,
+                                                                     UnmatchedFilter accept, void* context) {
+    for (int p = 0; p < size(); ++p) {
+      if (p == rank()) continue;
+      const auto found = unmatched_tag(p, tag, mask);
+      if (found && accept(context, p, *found)) return std::make_pair(p, *found);
+    }
+    return std::nullopt;
+  }
 };
 
 }  // namespace seam::transport

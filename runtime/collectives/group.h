@@ -22,9 +22,9 @@ class Group {
   virtual int size() const = 0;
   /// World rank of group rank r (for messages and errors).
   virtual int world_rank(int r) const = 0;
-  /// Non-blocking send/receive to group rank `peer`; `step` (below 2048) distinguishes messages
+  /// Non-blocking send/receive to group rank `peer`; `step` (below 128) distinguishes messages
   /// of one call. Messages carry the call's signature (collective, dtype, op), so ranks that
-  /// disagree on it never exchange them; steps from 1024 are control messages that do not.
+  /// disagree on it never exchange them; steps from 64 are control messages that do not.
   virtual transport::RequestPtr isend(int peer, uint32_t step, const void* data, size_t bytes) = 0;
   virtual transport::RequestPtr irecv(int peer, uint32_t step, void* data, size_t bytes) = 0;
   /// Name of the transport the messages take ("shm": every rank shares this one's host, "ucx",

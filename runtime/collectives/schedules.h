@@ -103,7 +103,7 @@ comm::Task message_broadcast(Algorithm a, Group& g, char* buffer, size_t count,
 /// some ranks may send the broadcast as messages (their data goes at step 0). A control step
 /// (Group::isend): it carries no call signature, so that ranks that also disagree on the dtype
 /// still meet at the region's comparison of their calls.
-constexpr uint32_t kBroadcastMarkerStep = 0x7F1;
+constexpr uint32_t kBroadcastMarkerStep = 0x71;
 /// Throws the aborting MismatchError of a rank that found the root of a broadcast took
 /// `schedule` (messages, or the shared-memory gather) and itself the other: the ranks' counts
 /// lie on both sides of the size that parts them, and the root may wait for this rank.

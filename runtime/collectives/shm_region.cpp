@@ -29,8 +29,8 @@ constexpr size_t kFlagsBytes = ShmRegion::kFlagsBytes;
 constexpr uint64_t kProbeValue = 0x5ea3c0117ec71e5ull;
 uint64_t probe_word = kProbeValue;
 // Messages of the set-up handshake use steps no schedule reaches.
-// A control step (from 1024): the set-up does not depend on the call's signature.
-constexpr uint32_t kSetupStep = 0x7F0;
+// A control step (from 64): the set-up does not depend on the call's signature.
+constexpr uint32_t kSetupStep = 0x70;
 constexpr size_t kNameBytes = 128;
 
 struct RegionCache {

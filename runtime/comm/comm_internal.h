@@ -46,16 +46,19 @@ inline Clock::time_point coarse_now() {
 
 /// Transport tag layout (48 bits; UCX keeps the bits above for the source rank):
 ///   [47..34] context id (14 bits)  [33..32] kind  [31..0] payload
-///   kind collective: payload = sequence number (12 bits, wraps) << 20 | call signature (9 bits)
-///                    << 11 | step (11 bits)
+///   kind collective: payload = sequence number (16 bits, wraps) << 16 | call signature (9 bits)
+///                    << 7 | step (7 bits)
 ///   kind p2p:        payload = the user's tag
 ///   kind internal:   payload = communicator-creation exchange id
 /// The call signature (collective, dtype, op) keeps ranks that disagree on them from exchanging
 /// messages: instead of combining bytes of different types, a waiting rank finds the peer's
 /// unmatched message of the same call and fails with a MismatchError naming both calls
 /// (Engine::called_otherwise). (The shared-memory schedules compare full signatures.)
+/// A message of a call that this rank finished without taking it (the ranks disagreed on a root
+/// or on blocks) is found at a later call, long before its sequence number comes round again,
+/// and fails it with an aborting MismatchError (Engine::check_stranded).
 namespace tags {
-constexpr int kCtxBits = 14, kSeqBits = 12, kSignatureBits = 9, kStepBits = 11;
+constexpr int kCtxBits = 14, kSeqBits = 16, kSignatureBits = 9, kStepBits = 7;
 constexpr uint32_t kMaxCtx = (1u << kCtxBits) - 1;
 constexpr uint32_t kSeqMask = (1u << kSeqBits) - 1;
 constexpr uint32_t kMaxStep = (1u << kStepBits) - 1;
@@ -91,6 +94,12 @@ constexpr uint64_t kCallMask = (static_cast<uint64_t>(kMaxCtx) << 34) | (uint64_
 constexpr uint32_t signature_of(uint64_t tag) {
   return static_cast<uint32_t>(tag >> kStepBits) & ((1u << kSignatureBits) - 1);
 }
+/// The sequence number a collective tag carries.
+constexpr uint32_t seq_of(uint64_t tag) {
+  return static_cast<uint32_t>(tag >> (kSignatureBits + kStepBits)) & kSeqMask;
+}
+/// The bits that say which communicator a message belongs to and that it is a collective's.
+constexpr uint64_t kCollectiveOfCtxMask = (static_cast<uint64_t>(kMaxCtx) << 34) | (uint64_t{3} << 32);
 /// The communicator-creating split's signature (a collective of its own, past the others).
 constexpr uint32_t kSplitSignature = signature(0xF, DType::u8, ReduceOp::sum);
 constexpr uint64_t collective_base(uint32_t ctx, uint32_t seq, uint32_t signature) {
@@ -106,6 +115,11 @@ class Engine {
  public:
   Engine(std::shared_ptr<transport::Transport> transport, const Config& config);
   transport::Transport& transport() { return *transport_; }
+  /// This engine's number in the process: state kept per communicator across calls (shared-memory
+  /// regions) is keyed by it with the context id, as a process may run several worlds.
+  const uint32_t serial;
+  /// The key of communicator `ctx`'s state kept across calls.
+  uint64_t communicator_key(uint32_t ctx) const { return static_cast<uint64_t>(serial) << 32 | ctx; }
   const Config& config() const { return config_; }
 
   /// Registers a new operation and runs it as far as it goes without blocking.
@@ -117,9 +131,14 @@ class Engine {
   void poll();
   /// Throws CommError when an earlier failure aborted the engine.
   void check_usable() const;
-  /// Throws UsageError when communicator `ctx`'s collective `next_seq` would share its 12-bit
+  /// Throws UsageError when communicator `ctx`'s collective `next_seq` would share its 16-bit
   /// sequence number with one still outstanding (their messages could not be told apart).
   void check_sequence_room(uint32_t ctx, uint32_t next_seq) const;
+  /// Aborts and throws an aborting MismatchError when a peer's message of an earlier collective
+  /// of communicator `ctx` (before `next_seq`) that this rank no longer runs waits unreceived:
+  /// the ranks disagreed on that call (a root, blocks), and the message must never meet a
+  /// later call. Called before each collective takes its sequence number.
+  void check_stranded(uint32_t ctx, uint32_t next_seq, int comm_rank);
   bool aborted() const { return !abort_reason_.empty(); }
   /// Aborts for a failure found outside the engine (a device call's): as a failed operation does.
   void abort_external(const std::string& reason, int peer) { abort(reason, peer); }
@@ -159,6 +178,8 @@ class Engine {
   /// Fails `w` with a MismatchError (and aborts) when `peer`, which it waits for, sent a message
   /// of the same call under another signature.
   bool called_otherwise(WorkState& w, int peer);
+  /// The reason check_stranded fails for, or empty.
+  std::string stranded_message(uint32_t ctx, uint32_t next_seq, int comm_rank);
 
   std::shared_ptr<transport::Transport> transport_;
   Config config_;
@@ -181,7 +202,7 @@ class OpGroup final : public collectives::Group {
           uint64_t tag_base, uint32_t ctx, std::string_view transport,
           std::shared_ptr<const collectives::HostLayout> hosts)
       : t_(engine.transport()), members_(std::move(members)), rank_(rank),
-        tag_base_(tag_base), name_(transport), ctx_(ctx), hosts_(std::move(hosts)) {}
+        tag_base_(tag_base), name_(transport), key_(engine.communicator_key(ctx)), hosts_(std::move(hosts)) {}
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(members_->size()); }
   int world_rank(int r) const override { return (*members_)[static_cast<size_t>(r)]; }
@@ -189,7 +210,7 @@ class OpGroup final : public collectives::Group {
   transport::RequestPtr isend(int peer, uint32_t step, const void* data, size_t bytes) override;
   transport::RequestPtr irecv(int peer, uint32_t step, void* data, size_t bytes) override;
   std::string_view transport_name() const override { return name_; }
-  uint64_t communicator_id() const override { return ctx_; }
+  uint64_t communicator_id() const override { return key_; }
   const collectives::HostLayout* hosts() const override { return hosts_.get(); }
   bool any_asleep(std::span<const int> world_ranks) override { return t_.any_asleep(world_ranks); }
   void wake_if_sleeping(std::span<const int> world_ranks) override { t_.wake_if_sleeping(world_ranks); }
@@ -209,7 +230,7 @@ class OpGroup final : public collectives::Group {
   int rank_;
   uint64_t tag_base_;
   std::string_view name_;  // a literal or the engine's name
-  uint32_t ctx_;
+  uint64_t key_;
   std::shared_ptr<const collectives::HostLayout> hosts_;
 };
 

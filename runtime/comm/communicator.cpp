@@ -55,6 +55,10 @@ class OwningTransport final : public transport::Transport {
   std::optional<uint64_t> unmatched_tag(int p, uint64_t tag, uint64_t mask) override {
     return t_->unmatched_tag(p, tag, mask);
   }
+  std::optional<std::pair<int, uint64_t>> unmatched_from_any(uint64_t tag, uint64_t mask,
+                                                             UnmatchedFilter accept, void* context) override {
+    return t_->unmatched_from_any(tag, mask, accept, context);
+  }
 
  private:
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
@@ -184,11 +188,12 @@ CommunicatorImpl::CommunicatorImpl(std::shared_ptr<Engine> engine_,
       hosts(members_hosts(*engine, *members, (*members)[static_cast<size_t>(rank)])),
       transport(members_transport(*engine, hosts.get(), members->size())) {}
 
-CommunicatorImpl::~CommunicatorImpl() { collectives::release_regions(ctx); }
+CommunicatorImpl::~CommunicatorImpl() { collectives::release_regions(engine->communicator_key(ctx)); }
 
 std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op, uint32_t signature) {
   engine->check_usable();
   engine->check_sequence_room(ctx, seq);
+  engine->check_stranded(ctx, seq, rank);
   const uint32_t s = seq++;
   return seam::detail::make_pooled<WorkState>(
       engine, op, ctx, s, rank, static_cast<int>(members->size()),

@@ -54,6 +54,11 @@ class CompositeTransport final : public transport::Transport {
   std::optional<uint64_t> unmatched_tag(int peer, uint64_t tag, uint64_t mask) override {
     return route(peer).unmatched_tag(peer, tag, mask);
   }
+  std::optional<std::pair<int, uint64_t>> unmatched_from_any(uint64_t tag, uint64_t mask, UnmatchedFilter accept,
+                                                             void* context) override {
+    if (auto found = shm_->unmatched_from_any(tag, mask, accept, context)) return found;
+    return remote_->unmatched_from_any(tag, mask, accept, context);
+  }
   shm::ShmTransport& shm() { return *shm_; }
 
  private:

@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 
 #include "layouts/errors.h"
@@ -31,8 +32,13 @@ std::string describe_signature(uint32_t signature) {
 
 }  // namespace
 
+namespace {
+std::atomic<uint32_t> engines_created{0};
+}  // namespace
+
 Engine::Engine(std::shared_ptr<transport::Transport> transport, const Config& config)
-    : transport_(std::move(transport)),
+    : serial(engines_created++),
+      transport_(std::move(transport)),
       config_(config),
       spin_(std::chrono::microseconds(config.spin_us)) {}
 
@@ -172,6 +178,14 @@ void Engine::step_all() {
         return;  // aborted: outstanding_ is empty now
       }
       if (m >= 0 && m != transport_->rank() && called_otherwise(w, m)) return;
+      if (m >= 0 && tags::is_collective(w.group.tag_base())) {
+        // A blocked call looks for the messages of earlier calls that no receive took.
+        std::string stranded = stranded_message(w.ctx, w.seq, w.comm_rank);
+        if (!stranded.empty()) {
+          fail(w, std::make_exception_ptr(MismatchError(stranded, true)));
+          return;
+        }
+      }
     }
     if (now < w.deadline) continue;
     int peer = w.blocking_peer();
@@ -205,6 +219,43 @@ bool Engine::called_otherwise(WorkState& w, int peer) {
   // unusable after this, as after a timeout, and the peer learns it at once.
   fail(w, std::make_exception_ptr(MismatchError(msg, true)));
   return true;
+}
+
+std::string Engine::stranded_message(uint32_t ctx, uint32_t next_seq, int comm_rank) {
+  struct Judge {
+    const Engine* engine;
+    uint32_t ctx, next_seq;
+    // Earlier than next_seq (within half the sequence space: later ones are peers' calls ahead
+    // of this rank's) and not a call this rank still runs.
+    static bool stranded(void* self, int, uint64_t tag) {
+      const auto& j = *static_cast<const Judge*>(self);
+      const uint32_t seq = tags::seq_of(tag);
+      const uint32_t behind = (j.next_seq - seq) & tags::kSeqMask;
+      if (behind == 0 || behind > tags::kSeqMask / 2) return false;
+      for (const auto& o : j.engine->outstanding_)
+        if (o->status == WorkState::Status::pending && o->ctx == j.ctx && (o->seq & tags::kSeqMask) == seq &&
+            tags::is_collective(o->group.tag_base()))
+          return false;
+      return true;
+    }
+  } judge{this, ctx, next_seq};
+  const auto found = transport_->unmatched_from_any(tags::make(ctx, tags::collective, 0),
+                                                    tags::kCollectiveOfCtxMask, &Judge::stranded, &judge);
+  if (!found) return {};
+  const uint32_t seq = tags::seq_of(found->second);
+  return "seam: communicator " + std::to_string(ctx) + ", rank " + std::to_string(comm_rank) + ": rank " +
+         std::to_string(found->first) + " sent a message of operation #" + std::to_string(seq) +
+         " (mod " + std::to_string(tags::kSeqMask + 1) + ", " +
+         describe_signature(tags::signature_of(found->second)) +
+         ") that this rank's call never received: the ranks disagreed on that call's arguments "
+         "(root, count or blocks); its messages are stranded, so the communicator is aborted";
+}
+
+void Engine::check_stranded(uint32_t ctx, uint32_t next_seq, int comm_rank) {
+  std::string stranded = stranded_message(ctx, next_seq, comm_rank);
+  if (stranded.empty()) return;
+  abort(stranded, -1);
+  throw MismatchError(stranded, true);
 }
 
 void Engine::check_sequence_room(uint32_t ctx, uint32_t next_seq) const {
@@ -319,12 +370,14 @@ void Engine::drive(WorkState& w) {
 }
 
 transport::RequestPtr OpGroup::isend(int peer, uint32_t step, const void* data, size_t bytes) {
-  if (step > tags::kMaxStep) throw ValueError("seam: step " + std::to_string(step) + " exceeds the tag's 11 bits");
+  if (step > tags::kMaxStep)
+    throw ValueError("seam: step " + std::to_string(step) + " exceeds the tag's " + std::to_string(tags::kStepBits) + " bits");
   return t_.isend(world_rank(peer), tag_of(step), data, bytes);
 }
 
 transport::RequestPtr OpGroup::irecv(int peer, uint32_t step, void* data, size_t bytes) {
-  if (step > tags::kMaxStep) throw ValueError("seam: step " + std::to_string(step) + " exceeds the tag's 11 bits");
+  if (step > tags::kMaxStep)
+    throw ValueError("seam: step " + std::to_string(step) + " exceeds the tag's " + std::to_string(tags::kStepBits) + " bits");
   return t_.irecv(world_rank(peer), tag_of(step), data, bytes);
 }
 

@@ -689,6 +689,17 @@ class ShmTransportImpl final : public ShmTransport {
     return std::nullopt;
   }
 
+  std::optional<std::pair<int, uint64_t>> unmatched_from_any(uint64_t tag, uint64_t mask, UnmatchedFilter accept,
+                                                             void* context) override {
+    for (const Peer& p : peers_) {
+      if (p.world_rank == rank_) continue;
+      for (const Unexpected& u : p.in.unexpected)
+        if ((u.tag & mask) == (tag & mask) && accept(context, p.world_rank, u.tag))
+          return std::make_pair(p.world_rank, u.tag);
+    }
+    return std::nullopt;
+  }
+
   std::string why_lost(int world_rank) override {
     return is_local(world_rank) ? peer(world_rank).death : std::string();
   }

@@ -479,6 +479,17 @@ class UcxTransportImpl final : public UcxTransport {
     return info.sender_tag & kTagMask48;
   }
 
+  std::optional<std::pair<int, uint64_t>> unmatched_from_any(uint64_t tag, uint64_t mask, UnmatchedFilter accept,
+                                                             void* context) override {
+    ucp_tag_recv_info_t info{};
+    // From any source (its bits left out of the mask); UCX shows the oldest match only.
+    if (ucp_tag_probe_nb(worker_, tag & kTagMask48, mask & kTagMask48, 0, &info) == nullptr) return std::nullopt;
+    const int source = static_cast<int>(info.sender_tag >> kTagBits);
+    const uint64_t found = info.sender_tag & kTagMask48;
+    if (!accept(context, source, found)) return std::nullopt;
+    return std::make_pair(source, found);
+  }
+
   bool arm() override {
     check_peers();
     if (ucp_worker_progress(worker_)) return false;
