@@ -42,11 +42,25 @@ __global__ void fused_rows(device::RowArgs<Io> a, const typename Io::T* partial,
   device::barrier(sync);  // no peer still reads this rank's rows
 }
 
+// The same with the row in registers (packed rows that fit, rounded output), as norm.cu's.
+template <class Io, int K, bool kFp8>
+__global__ void fused_rows_registers(device::RowArgs<Io> a, const typename Io::T* partial, int64_t partial_stride,
+                                     typename Io::T* mine, int64_t rows, typename Io::T* out, int64_t out_stride,
+                                     __nv_fp8_e4m3* q, int64_t q_stride, float* scales, PeerSync sync) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x)
+    copy_row_in<Io>(partial + r * partial_stride, mine + r * a.cols, a.cols, true);
+  if (!device::barrier(sync, blockIdx.x == 0)) return;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x)
+    device::norm_row_registers<Io, K, kFp8>(a, r, kFp8 ? nullptr : out + r * out_stride,
+                                            kFp8 ? q + r * q_stride : nullptr, kFp8 ? scales + r : nullptr);
+  device::barrier(sync);
+}
+
 }  // namespace
 
 cudaError_t all_reduce_add_rms_norm(const RowWorkspaces& ws, const PeerSync& sync, int blocks, const Tensor& partial,
                                     const Tensor& residual, const RmsNormSpec& norm, const Tensor* out,
-                                    const Fp8Rows* fp8_out, cudaStream_t stream) {
+                                    const Fp8Rows* fp8_out, int64_t shape_rows, cudaStream_t stream) {
   if (sync.size < 1 || sync.size > kMaxRanks || sync.rank < 0 || sync.rank >= sync.size)
     throw ValueError("fused all-reduce: 1 to 8 ranks, and this rank among them");
   const bool fp8 = fp8_out != nullptr;
@@ -64,6 +78,27 @@ cudaError_t all_reduce_add_rms_norm(const RowWorkspaces& ws, const PeerSync& syn
   return launch::dispatch(partial.dtype, [&](auto io) {
     using Io = decltype(io);
     using T = typename Io::T;
+    int k = 0, threads = 0;
+    if (packed && launch::register_shape(partial.cols, device::kPack<Io>, shape_rows, &k, &threads)) {
+      Tensor rows_view = partial;
+      rows_view.row_stride = partial.cols;
+      auto a = launch::row_args<Io>(rows_view, &residual, nullptr, norm);
+      for (int i = 0; i < sync.size; ++i) a.summands[i] = static_cast<const T*>(ws.ws[i]) + ws.offset;
+      a.k = sync.size;
+      T* mine = static_cast<T*>(ws.ws[sync.rank]) + ws.offset;
+      return launch::dispatch_packs(k, [&](auto kc) {
+        constexpr int K = decltype(kc)::value;
+        if (fp8)
+          fused_rows_registers<Io, K, true><<<blocks, threads, 0, stream>>>(
+              a, static_cast<const T*>(partial.data), partial.row_stride, mine, partial.rows, nullptr, 0,
+              static_cast<__nv_fp8_e4m3*>(dst.data), dst.row_stride, fp8_out->scales, sync);
+        else
+          fused_rows_registers<Io, K, false><<<blocks, threads, 0, stream>>>(
+              a, static_cast<const T*>(partial.data), partial.row_stride, mine, partial.rows, static_cast<T*>(dst.data),
+              dst.row_stride, nullptr, 0, nullptr, sync);
+        return cudaGetLastError();
+      });
+    }
     auto kernel = fp8 ? (packed ? fused_rows<Io, true, true> : fused_rows<Io, true, false>)
                       : (packed ? fused_rows<Io, false, true> : fused_rows<Io, false, false>);
     size_t shared = 0;

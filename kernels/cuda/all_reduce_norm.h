@@ -26,8 +26,10 @@ struct RowWorkspaces {
 /// residual := round(Σ partials) + residual (rounded, in place); out := RMSNorm of the FP32 sum,
 /// or its per-token FP8 read where fp8_out is given (then `out` is ignored). Collective: every rank
 /// of `sync` launches it with the same shape and `blocks`. The workspace must hold rows x cols.
+/// `shape_rows`: the rows of the whole call this step belongs to, which choose the launch shape as
+/// add_rms_norm's rows choose its (the same bits as the unfused pair).
 cudaError_t all_reduce_add_rms_norm(const RowWorkspaces& ws, const PeerSync& sync, int blocks, const Tensor& partial,
                                     const Tensor& residual, const RmsNormSpec& norm, const Tensor* out,
-                                    const Fp8Rows* fp8_out, cudaStream_t stream);
+                                    const Fp8Rows* fp8_out, int64_t shape_rows, cudaStream_t stream);
 
 }  // namespace seam::kernels::cuda

@@ -27,6 +27,15 @@ __global__ void norm_rows(device::RowArgs<Io> a, int64_t rows, typename Io::T* o
   }
 }
 
+// The row in registers (packed rows that fit, rounded output): many rows per SM in flight.
+template <class Io, int K, bool kFp8>
+__global__ void norm_rows_registers(device::RowArgs<Io> a, int64_t rows, typename Io::T* out, int64_t out_stride,
+                                    __nv_fp8_e4m3* q, int64_t q_stride, float* scales) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x)
+    device::norm_row_registers<Io, K, kFp8>(a, r, kFp8 ? nullptr : out + r * out_stride,
+                                            kFp8 ? q + r * q_stride : nullptr, kFp8 ? scales + r : nullptr);
+}
+
 template <bool kFp8>
 cudaError_t launch_norm(const Tensor& x, const Tensor* residual, const Tensor* extra, const RmsNormSpec& norm,
                         const Tensor& out, float* scales, cudaStream_t stream) {
@@ -39,6 +48,17 @@ cudaError_t launch_norm(const Tensor& x, const Tensor* residual, const Tensor* e
   const bool packed = launch::packable({&x, residual, extra, kFp8 ? nullptr : &out}, x.cols);
   return launch::dispatch(x.dtype, [&](auto io) {
     using Io = decltype(io);
+    int k = 0, register_threads = 0;
+    if (packed && launch::register_shape(x.cols, device::kPack<Io>, x.rows, &k, &register_threads)) {
+      const auto a = launch::row_args<Io>(x, residual, extra, norm);
+      const int blocks = static_cast<int>(std::min<int64_t>(x.rows, 65535));
+      return launch::dispatch_packs(k, [&](auto kc) {
+        norm_rows_registers<Io, decltype(kc)::value, kFp8><<<blocks, register_threads, 0, stream>>>(
+            a, x.rows, kFp8 ? nullptr : static_cast<typename Io::T*>(out.data), out.row_stride,
+            kFp8 ? static_cast<__nv_fp8_e4m3*>(out.data) : nullptr, out.row_stride, scales);
+        return cudaGetLastError();
+      });
+    }
     auto kernel = packed ? norm_rows<Io, kFp8, true> : norm_rows<Io, kFp8, false>;
     size_t shared = 0;
     if (const cudaError_t e = launch::reserve_row_memory(kernel, x.cols, &shared); e != cudaSuccess) return e;

@@ -148,6 +148,137 @@ __device__ float sum_row_packed(const RowArgs<Io>& a, int64_t r, float* s) {
   return 1.0f / sqrtf(total / static_cast<float>(a.cols) + a.eps);
 }
 
+/// Most 16-byte packs a thread holds in registers in norm_row_registers.
+inline constexpr int kMaxRegisterPacks = 8;
+
+/// The whole row in registers: thread t owns packs t, t + T, ... (K of them, T = blockDim). The
+/// first summand's, the residual's and the weight's loads are all issued before any of them is
+/// used, so one memory latency covers them and a block keeps 3K packs per thread in flight; the
+/// FP32 values and their order per element are sum_row_packed's and store_row_fp8's. Stores the
+/// rounded residual, then the normalised row rounded to out, or (kFp8) its per-token FP8 read to q
+/// and *scale_out.
+template <class Io, int K, bool kFp8>
+__device__ __forceinline__ void norm_row_registers(const RowArgs<Io>& a, int64_t r, typename Io::T* out,
+                                                   __nv_fp8_e4m3* q, float* scale_out) {
+  using T = typename Io::T;
+  constexpr int P = kPack<Io>;
+  const int64_t packs = a.cols / P;
+  T* residual = a.residual ? a.residual + r * a.residual_stride : nullptr;
+  const float offset = a.gemma ? 1.0f : 0.0f;
+  float x[K][P];
+  float w[K][P];
+  uint4 raw[K], residual_raw[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t p = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+    if (p >= packs) continue;
+    raw[k] = load_pack(a.summands[0] + r * a.stride + p * P);
+    if (residual) residual_raw[k] = load_pack(residual + p * P);
+#pragma unroll
+    for (int j = 0; j < P; ++j) w[k][j] = offset + load_weight(a.weight, a.weight_dtype, p * P + j);
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const T* v = reinterpret_cast<const T*>(&raw[k]);
+#pragma unroll
+    for (int j = 0; j < P; ++j) x[k][j] = Io::load(v[j]);
+  }
+  if (a.k > 1) {
+    for (int i = 1; i < a.k; ++i) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const int64_t p = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+        if (p < packs) raw[k] = load_pack(a.summands[i] + r * a.stride + p * P);
+      }
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const T* v = reinterpret_cast<const T*>(&raw[k]);
+#pragma unroll
+        for (int j = 0; j < P; ++j) x[k][j] += Io::load(v[j]);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+      for (int j = 0; j < P; ++j) x[k][j] = Io::load(Io::store(x[k][j]));
+  }
+  if (residual) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const T* v = reinterpret_cast<const T*>(&residual_raw[k]);
+#pragma unroll
+      for (int j = 0; j < P; ++j) x[k][j] += Io::load(v[j]);
+    }
+    if (a.extra) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const int64_t p = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+        if (p < packs) raw[k] = load_pack(a.extra + r * a.extra_stride + p * P);
+      }
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const T* v = reinterpret_cast<const T*>(&raw[k]);
+#pragma unroll
+        for (int j = 0; j < P; ++j) x[k][j] += Io::load(v[j]);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int64_t p = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+      if (p >= packs) continue;
+      uint4 rounded;
+      T* o = reinterpret_cast<T*>(&rounded);
+#pragma unroll
+      for (int j = 0; j < P; ++j) o[j] = Io::store(x[k][j]);
+      store_pack(residual + p * P, rounded);
+    }
+  }
+  float square_sum = 0.0f;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t p = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+    if (p >= packs) continue;
+#pragma unroll
+    for (int j = 0; j < P; ++j) square_sum += x[k][j] * x[k][j];
+  }
+  const float inv = 1.0f / sqrtf(block_reduce<false>(square_sum) / static_cast<float>(a.cols) + a.eps);
+  if constexpr (!kFp8) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int64_t p = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+      if (p >= packs) continue;
+      uint4 packed;
+      T* o = reinterpret_cast<T*>(&packed);
+#pragma unroll
+      for (int j = 0; j < P; ++j) o[j] = Io::store((x[k][j] * inv) * w[k][j]);
+      store_pack(out + p * P, packed);
+    }
+  } else {
+    float absmax = 0.0f;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int64_t p = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+      if (p >= packs) continue;
+#pragma unroll
+      for (int j = 0; j < P; ++j) {
+        x[k][j] = Io::load(Io::store((x[k][j] * inv) * w[k][j]));
+        absmax = fmaxf(absmax, fabsf(x[k][j]));
+      }
+    }
+    absmax = block_reduce<true>(absmax);
+    const float scale = fmaxf(absmax / 448.0f, 1.0f / (448.0f * 512.0f));
+    const float inverse = 1.0f / scale;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int64_t p = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+      if (p >= packs) continue;
+#pragma unroll
+      for (int j = 0; j < P; ++j) q[p * P + j] = __nv_fp8_e4m3(fminf(fmaxf(x[k][j] * inverse, -448.0f), 448.0f));
+    }
+    if (threadIdx.x == 0) *scale_out = scale;
+  }
+}
+
 /// Normalises and stores the row rounded, in 16-byte packs (the columns sum_row_packed gave this thread).
 template <class Io>
 __device__ void store_normalised_packed(const RowArgs<Io>& a, float inv, const float* s, typename Io::T* out) {

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda/norm_device.cuh"
 #include "kernels/norm/rms_norm.h"
@@ -78,6 +80,53 @@ inline bool packable(std::initializer_list<const Tensor*> tensors, int64_t cols)
 inline int threads_for(int64_t cols, int64_t per_thread = 1) {
   const int64_t work = (cols + per_thread - 1) / per_thread;
   return static_cast<int>(std::clamp<int64_t>((work + 31) / 32 * 32, 32, 1024));
+}
+
+/// The register-resident row's shape (norm_row_registers) for a call of `rows` rows: K packs per
+/// thread and T threads, for packed rows of at most kMaxRegisterPacks * 1024 packs; false where the
+/// row does not fit. Few rows: a pack a thread where it fits (the row's latency is the call's);
+/// many: about 128 threads a row, so that many rows are in flight on each SM.
+/// SEAM_CUDA_NORM_THREADS=<n> sets the register rows' threads a row for every call (a benchmark
+/// sweeps it); SEAM_CUDA_NORM=shared keeps every row in shared memory. Read once.
+inline int64_t threads_override() {
+  static const int64_t n = [] {
+    const char* v = std::getenv("SEAM_CUDA_NORM_THREADS");
+    return v ? std::clamp<int64_t>(std::atoll(v), 0, 1024) : 0;
+  }();
+  return n;
+}
+inline bool shared_rows_forced() {
+  static const bool forced = [] {
+    const char* v = std::getenv("SEAM_CUDA_NORM");
+    return v && std::string(v) == "shared";
+  }();
+  return forced;
+}
+
+inline bool register_shape(int64_t cols, int64_t pack, int64_t rows, int* k, int* threads) {
+  constexpr int64_t kManyRows = 256;
+  const int64_t packs = cols / pack;
+  if (shared_rows_forced() || packs < 1 || packs > int64_t{device::kMaxRegisterPacks} * 1024) return false;
+  const int64_t target = threads_override() ? threads_override() : rows < kManyRows ? 1024 : 128;
+  const int64_t per_thread = (packs + target - 1) / target;
+  *k = static_cast<int>(std::clamp<int64_t>(per_thread, 1, device::kMaxRegisterPacks));
+  *threads = static_cast<int>(((packs + *k - 1) / *k + 31) / 32 * 32);
+  return *threads <= 1024;
+}
+
+/// Calls f(std::integral_constant<int, K>{}) for K in 1..kMaxRegisterPacks.
+template <class F>
+decltype(auto) dispatch_packs(int k, F&& f) {
+  switch (k) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 5: return f(std::integral_constant<int, 5>{});
+    case 6: return f(std::integral_constant<int, 6>{});
+    case 7: return f(std::integral_constant<int, 7>{});
+    default: return f(std::integral_constant<int, 8>{});
+  }
 }
 
 /// Dynamic shared memory for one row's FP32 sum; raises the kernel's limit above the 48 KiB default.

@@ -284,10 +284,10 @@ comm::Work DeviceCommunicatorImpl::fused_norm(DeviceCall call, const Tensor& par
     const int blocks = static_cast<int>(std::min<int64_t>(rows, max_blocks));
     if (fp8_out) {
       kernels::Fp8Rows o{rows_from(fp8_out->values, r0, rows), fp8_out->scales + r0};
-      check_launch(kernels::cuda::all_reduce_add_rms_norm(rws, sync(sig), blocks, p, res, norm, nullptr, &o, stream), call);
+      check_launch(kernels::cuda::all_reduce_add_rms_norm(rws, sync(sig), blocks, p, res, norm, nullptr, &o, partial.rows, stream), call);
     } else {
       const Tensor o = rows_from(*out, r0, rows);
-      check_launch(kernels::cuda::all_reduce_add_rms_norm(rws, sync(sig), blocks, p, res, norm, &o, nullptr, stream), call);
+      check_launch(kernels::cuda::all_reduce_add_rms_norm(rws, sync(sig), blocks, p, res, norm, &o, nullptr, partial.rows, stream), call);
     }
   }
   SEAM_LOG_DEBUG("seam: device {} {} x {} {}: one-shot fused over peer memory", op_name, partial.rows, partial.cols,
