@@ -78,6 +78,12 @@ Config Config::from_env() {
   if (c.cuda_workspace_mb < 1 || c.cuda_workspace_mb > 4096)
     throw ValueError("SEAM_CUDA_WORKSPACE_MB must be 1 to 4096, got " + std::to_string(c.cuda_workspace_mb));
   c.cuda_peer = env_string("SEAM_CUDA_PEER", c.cuda_peer);
+  c.cuda_norm = env_string("SEAM_CUDA_NORM", c.cuda_norm);
+  if (c.cuda_norm != "auto" && c.cuda_norm != "shared")
+    throw ValueError("SEAM_CUDA_NORM must be auto or shared, got '" + c.cuda_norm + "'");
+  c.cuda_norm_threads = static_cast<int>(env_int("SEAM_CUDA_NORM_THREADS", c.cuda_norm_threads));
+  if (c.cuda_norm_threads != 0 && (c.cuda_norm_threads < 32 || c.cuda_norm_threads > 1024))
+    throw ValueError("SEAM_CUDA_NORM_THREADS must be 0 or 32 to 1024, got " + std::to_string(c.cuda_norm_threads));
   if (c.cuda_peer != "auto" && c.cuda_peer != "off")
     throw ValueError("SEAM_CUDA_PEER must be auto or off, got '" + c.cuda_peer + "'");
   c.pmix_namespace = env_string("PMIX_NAMESPACE", "");
@@ -117,6 +123,8 @@ std::vector<std::string> Config::describe() const {
       "SEAM_CUDA_ALGO=" + (cuda_algorithm.empty() ? std::string("auto") : cuda_algorithm),
       "SEAM_CUDA_WORKSPACE_MB=" + std::to_string(cuda_workspace_mb),
       "SEAM_CUDA_PEER=" + cuda_peer,
+      "SEAM_CUDA_NORM=" + cuda_norm,
+      "SEAM_CUDA_NORM_THREADS=" + (cuda_norm_threads ? std::to_string(cuda_norm_threads) : std::string("0 (by rows)")),
   };
 }
 

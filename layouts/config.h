@@ -58,6 +58,12 @@ struct Config {
   /// SEAM_CUDA_PEER: "auto" (peer memory where every GPU reaches every other, else staging through
   /// host memory) or "off" (always stage) [auto]
   std::string cuda_peer = "auto";
+  /// SEAM_CUDA_NORM: how the device add + RMSNorm kernels hold a row: "auto" (in registers where it
+  /// fits) or "shared" (in shared memory, to compare) [auto]
+  std::string cuda_norm = "auto";
+  /// SEAM_CUDA_NORM_THREADS: threads a row for the register rows, 32 to 1024; 0 = by the call's
+  /// rows (benchmarks sweep it) [0]
+  int cuda_norm_threads = 0;
   // Set by the launcher, not by the user (read here so this stays the one place env is read).
   std::string pmix_namespace;  ///< PMIX_NAMESPACE: non-empty when started by a PMIx server (mpirun)
 

@@ -5,13 +5,13 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <initializer_list>
 #include <string>
 #include <type_traits>
 
 #include "kernels/cuda/norm_device.cuh"
 #include "kernels/norm/rms_norm.h"
+#include "layouts/config.h"
 #include "layouts/errors.h"
 #include "layouts/tensor.h"
 
@@ -86,22 +86,10 @@ inline int threads_for(int64_t cols, int64_t per_thread = 1) {
 /// thread and T threads, for packed rows of at most kMaxRegisterPacks * 1024 packs; false where the
 /// row does not fit. Few rows: a pack a thread where it fits (the row's latency is the call's);
 /// many: about 128 threads a row, so that many rows are in flight on each SM.
-/// SEAM_CUDA_NORM_THREADS=<n> sets the register rows' threads a row for every call (a benchmark
-/// sweeps it); SEAM_CUDA_NORM=shared keeps every row in shared memory. Read once.
-inline int64_t threads_override() {
-  static const int64_t n = [] {
-    const char* v = std::getenv("SEAM_CUDA_NORM_THREADS");
-    return v ? std::clamp<int64_t>(std::atoll(v), 0, 1024) : 0;
-  }();
-  return n;
-}
-inline bool shared_rows_forced() {
-  static const bool forced = [] {
-    const char* v = std::getenv("SEAM_CUDA_NORM");
-    return v && std::string(v) == "shared";
-  }();
-  return forced;
-}
+/// SEAM_CUDA_NORM_THREADS (threads a row for every call, 0 = by rows) and SEAM_CUDA_NORM=shared
+/// (every row in shared memory), from the process's configuration.
+inline int64_t threads_override() { return Config::get().cuda_norm_threads; }
+inline bool shared_rows_forced() { return Config::get().cuda_norm == "shared"; }
 
 inline bool register_shape(int64_t cols, int64_t pack, int64_t rows, int* k, int* threads) {
   constexpr int64_t kManyRows = 256;
