@@ -62,6 +62,9 @@ constexpr int kCtxBits = 14, kSeqBits = 16, kSignatureBits = 9, kStepBits = 7;
 constexpr uint32_t kMaxCtx = (1u << kCtxBits) - 1;
 constexpr uint32_t kSeqMask = (1u << kSeqBits) - 1;
 constexpr uint32_t kMaxStep = (1u << kStepBits) - 1;
+/// Collectives of one communicator that may be outstanding at once: far fewer than sequence
+/// numbers, so that a message of a call this rank finished is told from one of a call ahead.
+constexpr uint32_t kMaxOutstanding = 4095;
 enum Kind : uint64_t { collective = 0, p2p = 1, internal = 2 };
 constexpr uint64_t make(uint32_t ctx, Kind kind, uint32_t payload) {
   return (static_cast<uint64_t>(ctx) << 34) | (static_cast<uint64_t>(kind) << 32) | payload;
@@ -131,8 +134,8 @@ class Engine {
   void poll();
   /// Throws CommError when an earlier failure aborted the engine.
   void check_usable() const;
-  /// Throws UsageError when communicator `ctx`'s collective `next_seq` would share its 16-bit
-  /// sequence number with one still outstanding (their messages could not be told apart).
+  /// Throws UsageError when communicator `ctx`'s collective `next_seq` would make more than
+  /// tags::kMaxOutstanding of its collectives outstanding.
   void check_sequence_room(uint32_t ctx, uint32_t next_seq) const;
   /// Aborts and throws an aborting MismatchError when a peer's message of an earlier collective
   /// of communicator `ctx` (before `next_seq`) that this rank no longer runs waits unreceived:

@@ -259,18 +259,17 @@ void Engine::check_stranded(uint32_t ctx, uint32_t next_seq, int comm_rank) {
 }
 
 void Engine::check_sequence_room(uint32_t ctx, uint32_t next_seq) const {
-  if (outstanding_.size() < tags::kSeqMask) return;  // fewer calls in flight than numbers
+  if (outstanding_.size() < tags::kMaxOutstanding) return;  // fewer calls in flight than allowed
   for (const auto& o : outstanding_) {
     if (o->status != WorkState::Status::pending || o->ctx != ctx || !o->task.valid() ||
         !tags::is_collective(o->group.tag_base()))
       continue;
     // The oldest outstanding collective of this communicator.
-    if (next_seq - o->seq >= tags::kSeqMask)
-      throw UsageError("seam: " + std::to_string(tags::kSeqMask) +
+    if (next_seq - o->seq >= tags::kMaxOutstanding)
+      throw UsageError("seam: " + std::to_string(tags::kMaxOutstanding) +
                        " collectives of communicator " + std::to_string(ctx) +
                        " are outstanding, the oldest operation #" + std::to_string(o->seq) +
-                       ": wait for it before issuing more (calls are told apart by a " +
-                       std::to_string(tags::kSeqBits) + "-bit sequence number)");
+                       ": wait for it before issuing more");
     return;
   }
 }

@@ -126,8 +126,8 @@ int main() {
       COMM_CHECK(rx[i] == n * (n + 1) / 2, "world, twin in flight: %d", rx[i]);
       COMM_CHECK(ry[i] == n * (n - 1), "twin, world in flight: %d", ry[i]);
     }
-    // Rank 0 issues collectives while its peers hold back: the one that would share its 12-bit
-    // sequence number with the oldest still outstanding is refused; the others then complete.
+    // Rank 0 issues collectives while its peers hold back: the 4,096th outstanding one is
+    // refused; the others then complete.
     if (n > 1) {
       world->barrier().wait();
       std::vector<int32_t> ones(4095, 1), sums(4095);
