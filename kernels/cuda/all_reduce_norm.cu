@@ -44,7 +44,7 @@ __global__ void fused_rows(device::RowArgs<Io> a, const typename Io::T* partial,
 
 // The same with the row in registers (packed rows that fit, rounded output), as norm.cu's.
 template <class Io, int K, bool kFp8>
-__global__ void fused_rows_registers(device::RowArgs<Io> a, const typename Io::T* partial, int64_t partial_stride,
+__global__ void __launch_bounds__(device::max_register_threads(K)) fused_rows_registers(device::RowArgs<Io> a, const typename Io::T* partial, int64_t partial_stride,
                                      typename Io::T* mine, int64_t rows, typename Io::T* out, int64_t out_stride,
                                      __nv_fp8_e4m3* q, int64_t q_stride, float* scales, PeerSync sync) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x)

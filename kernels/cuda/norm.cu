@@ -29,7 +29,7 @@ __global__ void norm_rows(device::RowArgs<Io> a, int64_t rows, typename Io::T* o
 
 // The row in registers (packed rows that fit, rounded output): many rows per SM in flight.
 template <class Io, int K, bool kFp8>
-__global__ void norm_rows_registers(device::RowArgs<Io> a, int64_t rows, typename Io::T* out, int64_t out_stride,
+__global__ void __launch_bounds__(device::max_register_threads(K)) norm_rows_registers(device::RowArgs<Io> a, int64_t rows, typename Io::T* out, int64_t out_stride,
                                     __nv_fp8_e4m3* q, int64_t q_stride, float* scales) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x)
     device::norm_row_registers<Io, K, kFp8>(a, r, kFp8 ? nullptr : out + r * out_stride,

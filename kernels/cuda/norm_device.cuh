@@ -14,16 +14,19 @@ namespace seam::kernels::cuda::device {
 
 struct F32Io {
   using T = float;
+  static constexpr int kCode = 0;  ///< RowArgs::weight_dtype of a weight in this dtype
   static __device__ __forceinline__ float load(T v) { return v; }
   static __device__ __forceinline__ T store(float v) { return v; }
 };
 struct Bf16Io {
   using T = __nv_bfloat16;
+  static constexpr int kCode = 1;
   static __device__ __forceinline__ float load(T v) { return __bfloat162float(v); }
   static __device__ __forceinline__ T store(float v) { return __float2bfloat16_rn(v); }
 };
 struct F16Io {
   using T = __half;
+  static constexpr int kCode = 2;
   static __device__ __forceinline__ float load(T v) { return __half2float(v); }
   static __device__ __forceinline__ T store(float v) { return __float2half_rn(v); }
 };
@@ -151,6 +154,10 @@ __device__ float sum_row_packed(const RowArgs<Io>& a, int64_t r, float* s) {
 /// Most 16-byte packs a thread holds in registers in norm_row_registers.
 inline constexpr int kMaxRegisterPacks = 8;
 
+/// Most threads a block of norm_row_registers with K packs a thread may have: its kernels are
+/// compiled to fit that many (__launch_bounds__), and the launch shape keeps to it.
+__host__ __device__ constexpr int max_register_threads(int k) { return k <= 1 ? 1024 : k == 2 ? 768 : k <= 4 ? 512 : 256; }
+
 /// The whole row in registers: thread t owns packs t, t + T, ... (K of them, T = blockDim). The
 /// first summand's, the residual's and the weight's loads are all issued before any of them is
 /// used, so one memory latency covers them and a block keeps 3K packs per thread in flight; the
@@ -165,18 +172,22 @@ __device__ __forceinline__ void norm_row_registers(const RowArgs<Io>& a, int64_t
   const int64_t packs = a.cols / P;
   T* residual = a.residual ? a.residual + r * a.residual_stride : nullptr;
   const float offset = a.gemma ? 1.0f : 0.0f;
+  // A weight of the activations' dtype on a 16-byte boundary loads in packs, kept raw until used.
+  const bool packed_weight = a.weight_dtype == Io::kCode && reinterpret_cast<uintptr_t>(a.weight) % 16 == 0;
   float x[K][P];
-  float w[K][P];
-  uint4 raw[K], residual_raw[K];
+  uint4 raw[K], residual_raw[K], weight_raw[K];
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int64_t p = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
     if (p >= packs) continue;
     raw[k] = load_pack(a.summands[0] + r * a.stride + p * P);
     if (residual) residual_raw[k] = load_pack(residual + p * P);
-#pragma unroll
-    for (int j = 0; j < P; ++j) w[k][j] = offset + load_weight(a.weight, a.weight_dtype, p * P + j);
+    if (packed_weight) weight_raw[k] = load_pack(static_cast<const T*>(a.weight) + p * P);
   }
+  auto weight = [&](int k, int64_t p, int j) {
+    return offset + (packed_weight ? Io::load(reinterpret_cast<const T*>(&weight_raw[k])[j])
+                                   : load_weight(a.weight, a.weight_dtype, p * P + j));
+  };
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const T* v = reinterpret_cast<const T*>(&raw[k]);
@@ -250,7 +261,7 @@ __device__ __forceinline__ void norm_row_registers(const RowArgs<Io>& a, int64_t
       uint4 packed;
       T* o = reinterpret_cast<T*>(&packed);
 #pragma unroll
-      for (int j = 0; j < P; ++j) o[j] = Io::store((x[k][j] * inv) * w[k][j]);
+      for (int j = 0; j < P; ++j) o[j] = Io::store((x[k][j] * inv) * weight(k, p, j));
       store_pack(out + p * P, packed);
     }
   } else {
@@ -261,7 +272,7 @@ __device__ __forceinline__ void norm_row_registers(const RowArgs<Io>& a, int64_t
       if (p >= packs) continue;
 #pragma unroll
       for (int j = 0; j < P; ++j) {
-        x[k][j] = Io::load(Io::store((x[k][j] * inv) * w[k][j]));
+        x[k][j] = Io::load(Io::store((x[k][j] * inv) * weight(k, p, j)));
         absmax = fmaxf(absmax, fabsf(x[k][j]));
       }
     }

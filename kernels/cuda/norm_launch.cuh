@@ -82,24 +82,30 @@ inline int threads_for(int64_t cols, int64_t per_thread = 1) {
   return static_cast<int>(std::clamp<int64_t>((work + 31) / 32 * 32, 32, 1024));
 }
 
-/// The register-resident row's shape (norm_row_registers) for a call of `rows` rows: K packs per
-/// thread and T threads, for packed rows of at most kMaxRegisterPacks * 1024 packs; false where the
-/// row does not fit. Few rows: a pack a thread where it fits (the row's latency is the call's);
-/// many: about 128 threads a row, so that many rows are in flight on each SM.
 /// SEAM_CUDA_NORM_THREADS (threads a row for every call, 0 = by rows) and SEAM_CUDA_NORM=shared
 /// (every row in shared memory), from the process's configuration.
 inline int64_t threads_override() { return Config::get().cuda_norm_threads; }
 inline bool shared_rows_forced() { return Config::get().cuda_norm == "shared"; }
 
+/// The register-resident row's shape (norm_row_registers) for a call of `rows` rows: K packs per
+/// thread and T threads (at most max_register_threads(K)); false where the row does not fit.
+/// Few rows: a pack a thread where it fits (the row's latency is the call's); many: about 512
+/// threads a row. A function of the call's shape only, so the fused kernel takes the same.
 inline bool register_shape(int64_t cols, int64_t pack, int64_t rows, int* k, int* threads) {
   constexpr int64_t kManyRows = 256;
   const int64_t packs = cols / pack;
-  if (shared_rows_forced() || packs < 1 || packs > int64_t{device::kMaxRegisterPacks} * 1024) return false;
-  const int64_t target = threads_override() ? threads_override() : rows < kManyRows ? 1024 : 128;
-  const int64_t per_thread = (packs + target - 1) / target;
-  *k = static_cast<int>(std::clamp<int64_t>(per_thread, 1, device::kMaxRegisterPacks));
-  *threads = static_cast<int>(((packs + *k - 1) / *k + 31) / 32 * 32);
-  return *threads <= 1024;
+  if (shared_rows_forced() || packs < 1) return false;
+  const int64_t target = threads_override() ? threads_override() : rows < kManyRows ? 1024 : 512;
+  for (int64_t per_thread = std::max<int64_t>(1, (packs + target - 1) / target);
+       per_thread <= device::kMaxRegisterPacks; ++per_thread) {
+    const int64_t t = ((packs + per_thread - 1) / per_thread + 31) / 32 * 32;
+    if (t <= device::max_register_threads(static_cast<int>(per_thread))) {
+      *k = static_cast<int>(per_thread);
+      *threads = static_cast<int>(t);
+      return true;
+    }
+  }
+  return false;
 }
 
 /// Calls f(std::integral_constant<int, K>{}) for K in 1..kMaxRegisterPacks.
