@@ -21,16 +21,20 @@ namespace {
 
 void usage() {
   std::puts(
-      "usage: seam_plan --pattern AFAF... [--tp N] [--attn-dp N] [--attn-tp N] [--attn-cp N] [--pp N]\n"
+      "usage: seam_plan --pattern AFAF... [--layers N] [--quiet] [--tp N] [--attn-dp N] [--attn-tp N] [--attn-cp N] [--pp N]\n"
       "                 [--moe-ep N] [--moe-dp N] [--dense-tp N] [--policy ar|rs|rsv|rs+rsv|auto] [--arch NAME]\n"
       "                 [--a2a] [--input-scattered] [--prefill-cp] [--dsa-cp] [--sp] [--tbo] [--lora]\n"
       "  pattern letters: A attention, F dense FFN, E sparse (MoE) FFN, M single-stage mixer\n"
+      "  --layers repeats the pattern (a stack longer than one argument); --quiet prints no plan lines\n"
       "  --attn-tp defaults to tp / (attn-dp * attn-cp); --moe-tp to tp / (moe-ep * moe-dp)\n"
       "  --arch resolves --policy auto from the architecture table (default policy: auto)");
 }
 
 struct Args {
-  std::string pattern;
+  std::string pattern;     ///< the whole stack: period x layers
+  std::string period;      ///< --pattern as given
+  int layers = 1;
+  bool quiet = false;
   int tp = 1, attn_dp = 1, attn_tp = 0, attn_cp = 1, pp = 1, moe_ep = 1, moe_dp = 1, dense_tp = 0;
   std::string policy = "auto", arch;
   bool a2a = false, input_scattered = false, prefill_cp = false, dsa_cp = false, sp = false, tbo = false, lora = false;
@@ -38,6 +42,8 @@ struct Args {
 
 // Largest group size a flag takes: products of sizes are checked in 64 bits, never in int.
 constexpr int kMaxSize = 1 << 20;
+// Largest stack: --pattern x --layers stages.
+constexpr int kMaxStages = 1 << 22;
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -45,6 +51,8 @@ Args parse(int argc, char** argv) {
   while (in.next()) {
     const std::string& flag = in.flag();
     if (flag == "--pattern") a.pattern = in.value();
+    else if (flag == "--layers") a.layers = in.int_number(1, kMaxStages);
+    else if (flag == "--quiet") a.quiet = true;
     else if (flag == "--tp") a.tp = in.int_number(1, kMaxSize);
     else if (flag == "--attn-dp") a.attn_dp = in.int_number(1, kMaxSize);
     else if (flag == "--attn-tp") a.attn_tp = in.int_number(0, kMaxSize);
@@ -70,6 +78,12 @@ Args parse(int argc, char** argv) {
   }
   if (a.pattern.empty()) throw ValueError("--pattern is required");
   plan::check_pattern(a.pattern);
+  if (static_cast<int64_t>(a.pattern.size()) * a.layers > kMaxStages)
+    throw ValueError("--layers: the stack (--pattern x --layers) may have at most " + std::to_string(kMaxStages) + " stages");
+  a.period = a.pattern;
+  std::string stack;
+  for (int i = 0; i < a.layers; ++i) stack += a.period;
+  a.pattern = std::move(stack);
   // The defaults below divide --tp by these products: check them before any division.
   const int64_t attn_shards = int64_t{a.attn_dp} * a.attn_cp, moe_shards = int64_t{a.moe_ep} * a.moe_dp;
   if (a.attn_tp == 0 && a.tp % attn_shards != 0) throw ValueError("--attn-dp * --attn-cp must divide --tp");
@@ -116,7 +130,8 @@ int run(int argc, char** argv) {
   const auto partitions = plan::build_partitions(ctx, decls, args.pp);
   const double build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
-  std::printf("# pattern %s  %s  policy %s%s%s\n", args.pattern.c_str(), ctx.topology.describe().c_str(),
+  const std::string shown = args.layers == 1 ? args.period : args.period + " x " + std::to_string(args.layers);
+  std::printf("# pattern %s  %s  policy %s%s%s\n", shown.c_str(), ctx.topology.describe().c_str(),
               std::string(policy_name(ctx.policy)).c_str(), args.arch.empty() ? "" : " from arch ",
               args.arch.c_str());
   std::printf("# built %zu stages in %.3f ms\n", decls.size(), build_ms);
@@ -135,9 +150,9 @@ int run(int argc, char** argv) {
           const EdgeDecl& in = stage.plan().path(variant).incoming;
           if (out.need ? !(out == in) : !out.same_producer_half(in)) edges_agree = false;
         }
-      const char letter = args.pattern[index];
+      const char letter = args.pattern[static_cast<size_t>(index)];
       bool first = true;
-      for (const std::string& line : describe_plan(stage.plan())) {
+      for (const std::string& line : args.quiet ? std::vector<std::string>{} : describe_plan(stage.plan())) {
         std::printf("%-4s %c  %s\n", first ? ("L" + std::to_string(index)).c_str() : "", first ? letter : ' ',
                     line.c_str());
         first = false;
