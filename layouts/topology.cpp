@@ -1,5 +1,6 @@
 #include "layouts/topology.h"
 
+#include <cstdint>
 #include <sstream>
 
 #include "layouts/errors.h"
@@ -11,7 +12,9 @@ Topology Topology::make(int tp, int attn_dp, int attn_cp) {
   t.tp = tp;
   t.attn_dp = attn_dp;
   t.attn_cp = attn_cp;
-  t.attn_tp = (attn_dp > 0 && attn_cp > 0) ? tp / (attn_dp * attn_cp) : 0;
+  // In 64 bits: the product of two int sizes may overflow int (validate() then refuses it).
+  const int64_t shards = int64_t{attn_dp} * attn_cp;
+  t.attn_tp = (attn_dp > 0 && attn_cp > 0) ? static_cast<int>(tp / shards) : 0;
   t.moe_tp = tp;
   t.validate();
   return t;
@@ -21,9 +24,10 @@ void Topology::validate() const {
   auto positive = {tp, attn_tp, attn_dp, attn_cp, moe_ep, moe_tp, moe_dp, pp, dwdp};
   for (int v : positive)
     if (v < 1) throw ValueError("parallel sizes must be positive: " + describe());
-  if (attn_dp * attn_cp * attn_tp != tp)
+  // Products in 64 bits: each size is a positive int, so three of them cannot overflow int64.
+  if (int64_t{attn_dp} * attn_cp * attn_tp != tp)
     throw ValueError("tp must equal attn_dp * attn_cp * attn_tp: " + describe());
-  if (moe_dp * moe_ep * moe_tp != tp)
+  if (int64_t{moe_dp} * moe_ep * moe_tp != tp)
     throw ValueError("tp must equal moe_dp * moe_ep * moe_tp: " + describe());
   if (moe_dense_tp != 0 && moe_dense_tp != 1 && moe_dense_tp != tp)
     throw ValueError("dense FFN rows support local compute or the full TP group");

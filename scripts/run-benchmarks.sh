@@ -32,4 +32,9 @@ for registered in "${buffers[@]}"; do
     done
   done
 done
+
+# Plan construction: the time per stage should stay flat from 1k to 100k mixers (linear).
+for layers in 1000 10000 100000; do
+  build/bin/seam_plan --pattern M --layers "$layers" --tp 2 --quiet | grep '^# built' || status=1
+done
 exit $status

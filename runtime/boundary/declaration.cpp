@@ -14,10 +14,20 @@ StageDeclaration with_source(const StageDeclaration& decl, StageDeclaration::Sou
   if (has_previous && has_prepared) throw ValueError("choose a previous output or a prepared branch input");
   StageDeclaration out = decl;
   out.source = source;
-  out.source_decl = producer ? std::make_shared<const StageDeclaration>(*producer) : nullptr;
+  // A non-const object: the destructor may take its source over when it holds the last reference.
+  out.source_decl = producer ? std::make_shared<StageDeclaration>(*producer) : nullptr;
   return out;
 }
 }  // namespace
+
+StageDeclaration::~StageDeclaration() {
+  // Unlink each source this declaration owns alone before it dies, so no destructor recurses.
+  std::shared_ptr<const StageDeclaration> next = std::move(source_decl);
+  while (next && next.use_count() == 1) {
+    std::shared_ptr<const StageDeclaration> after = std::move(const_cast<StageDeclaration&>(*next).source_decl);
+    next = std::move(after);
+  }
+}
 
 StageDeclaration StageDeclaration::with_previous(const StageDeclaration& producer) const {
   return with_source(*this, Source::PREVIOUS, &producer);
@@ -41,13 +51,26 @@ std::optional<HandoffRows> StageDeclaration::exit_rows() const {
   return std::nullopt;
 }
 
+namespace {
+bool same_fields(const StageDeclaration& a, const StageDeclaration& b) {
+  return a.kind == b.kind && a.read == b.read && a.update == b.update && a.reduction == b.reduction &&
+         a.sparse == b.sparse && a.next_sparse == b.next_sparse && a.gathers_tp_input == b.gathers_tp_input &&
+         a.dense_tp_size == b.dense_tp_size && a.handoff_rows == b.handoff_rows &&
+         a.output_transform == b.output_transform && a.terminal == b.terminal && a.source == b.source;
+}
+}  // namespace
+
 bool StageDeclaration::operator==(const StageDeclaration& o) const {
-  const bool same_source = source == o.source && (source_decl == o.source_decl ||
-                                                  (source_decl && o.source_decl && *source_decl == *o.source_decl));
-  return kind == o.kind && read == o.read && update == o.update && reduction == o.reduction && sparse == o.sparse &&
-         next_sparse == o.next_sparse && gathers_tp_input == o.gathers_tp_input && dense_tp_size == o.dense_tp_size &&
-         handoff_rows == o.handoff_rows && output_transform == o.output_transform && terminal == o.terminal &&
-         same_source;
+  // Walk both source chains together; a shared node ends the walk (equal from there on).
+  const StageDeclaration* a = this;
+  const StageDeclaration* b = &o;
+  while (a != b) {
+    if (!same_fields(*a, *b)) return false;
+    if (!a->source_decl || !b->source_decl) return !a->source_decl && !b->source_decl;
+    a = a->source_decl.get();
+    b = b->source_decl.get();
+  }
+  return true;
 }
 
 StageDeclaration declare_attn(const AttnOptions& o) {

@@ -82,6 +82,14 @@ struct StageDeclaration {
     PREPARED_FROM,  ///< the already-read input of `source` (a branch)
   };
 
+  StageDeclaration() = default;
+  StageDeclaration(const StageDeclaration&) = default;
+  StageDeclaration(StageDeclaration&&) = default;
+  StageDeclaration& operator=(const StageDeclaration&) = default;
+  StageDeclaration& operator=(StageDeclaration&&) = default;
+  /// Releases the source chain iteratively: a long stack's chain would overflow the stack.
+  ~StageDeclaration();
+
   StageKind kind = StageKind::FFN;
   ReadFacts read = NORM_READ;
   UpdateFacts update = ADD;
@@ -112,7 +120,7 @@ struct StageDeclaration {
   }
   /// Handoff rows after defaulting: TBO_SPLIT iff a dense FFN is followed by a sparse one.
   std::optional<HandoffRows> exit_rows() const;
-  /// Deep equality, sources included.
+  /// Deep equality, sources included (compared along the chain, not by recursion).
   bool operator==(const StageDeclaration& other) const;
 };
 

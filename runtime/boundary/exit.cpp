@@ -4,10 +4,20 @@
 
 namespace seam::boundary {
 
+namespace {
+// §2.5 "sum movable", all but the group: the reference reads these from the topology for every
+// FFN and mixer alike, dense or sparse (an unmergeable EP x MoE-TP hybrid or a MoE-CP all-gather
+// keeps every stage's sum in compute).
+bool topology_lets_sum_move(const Topology& t, BatchVariant v) {
+  const bool unmergeable_hybrid = t.moe_ep > 1 && t.moe_tp > 1 && !t.can_merge_post_experts_all_reduce();
+  return !t.moe_gathers_over_moe_cp() && !unmergeable_hybrid && !(t.attn_dp_enabled() && t.eagle_speculative) &&
+         v != BatchVariant::INPUT_SCATTERED;
+}
+}  // namespace
+
 FfnExitFacts FfnExitFacts::of(const Topology& t, BatchVariant v, const StageDeclaration& decl,
                               const ResolvedStage& stage, const OutputMove& move) {
   const StageOutput& out = stage.output;
-  const bool sparse = decl.sparse;
   FfnExitFacts f;
   f.terminal = decl.terminal;
   f.group = out.group;
@@ -22,13 +32,12 @@ FfnExitFacts FfnExitFacts::of(const Topology& t, BatchVariant v, const StageDecl
   f.dp_attention = t.attn_dp_enabled();
   f.rsv_topology = t.should_use_dp_reduce_scatterv();
   f.rs_topology = t.can_use_dp_reduce_scatter();
-  const bool unmergeable_hybrid = sparse && t.moe_ep > 1 && t.moe_tp > 1 && !t.can_merge_post_experts_all_reduce();
-  f.sum_movable = !(sparse && t.moe_gathers_over_moe_cp()) && out.group && !unmergeable_hybrid &&
-                  !(t.attn_dp_enabled() && t.eagle_speculative) && !f.input_scattered;
-  f.sum_is_one_all_reduce = sparse ? t.post_experts_sum_is_one_all_reduce() : !t.lora;
-  const bool lora_like = t.lora || (sparse && t.shared_expert_tp1);
-  f.provider_may_defer = lora_like && !t.moe_a2a_backend && !t.quantized_comm && out.group &&
-                         t.sum_group_size(*out.group) == t.tp;
+  f.sum_movable = out.group && topology_lets_sum_move(t, v);
+  // "Batch allows deferral" (§2.5 step 5) asks the same of a dense FFN as of a MoE: the
+  // post-experts sum is one TP all-reduce, or LoRA / a TP1 shared expert lets a provider decide.
+  f.sum_is_one_all_reduce = t.post_experts_sum_is_one_all_reduce();
+  f.provider_may_defer = (t.lora || t.shared_expert_tp1) && !t.moe_a2a_backend && !t.quantized_comm &&
+                         t.sum_group_size(SumGroup::MOE_OUTPUT) == t.tp;
   return f;
 }
 
@@ -84,7 +93,7 @@ FfnDecision decide_ffn_exit(const FfnExitFacts& f, const BatchFacts& batch, cons
 }
 
 MixerDecision MixerDecision::of(const Topology& t, BatchVariant v, const StageOutput& out) {
-  const bool movable = out.group && v != BatchVariant::INPUT_SCATTERED && !(t.attn_dp_enabled() && t.eagle_speculative);
+  const bool movable = out.group && topology_lets_sum_move(t, v);
   MixerDecision d;
   d.hands_on = out.leaves_for_next_layer && t.tp > 1 && !t.attn_dp_enabled() && movable;
   const bool skips = out.always_leaves || d.hands_on;

@@ -46,10 +46,13 @@ std::vector<StageBoundary> make_stages(const PlanContext& ctx, std::vector<Stage
   }
   std::vector<std::shared_ptr<StagePlan>> plans;
   plans.reserve(stages.size());
+  // Each stage resolves what reaches it from its producer's memoised arrival: linear in a run of
+  // attention stages, where each arrival depends on every arrival before it.
+  ArrivalMemo memo;
   for (size_t i = 0; i < stages.size(); ++i) {
     // The next stage is described by its bare declaration plus its source (this stage).
     const std::optional<StageDeclaration> following = i + 1 < stages.size() ? std::optional(decls[i + 1]) : n.following;
-    plans.push_back(std::make_shared<StagePlan>(ctx, decls[i], following, stages[i].norm, stages[i].options));
+    plans.push_back(std::make_shared<StagePlan>(ctx, decls[i], following, stages[i].norm, stages[i].options, &memo));
   }
   // A local consumer's input path may certify it leaves the residual untouched (§4.4): its
   // producer's capture needs no copy then. A neighbour outside the sequence certifies nothing.

@@ -23,7 +23,7 @@ void StagePlan::no_path(BatchVariant v) {
 }
 
 StagePlan::StagePlan(const PlanContext& ctx, StageDeclaration decl, std::optional<StageDeclaration> following,
-                     NormRef norm, StageOptions options)
+                     NormRef norm, StageOptions options, ArrivalMemo* memo)
     : ctx_(ctx), decl_(std::move(decl)), following_(std::move(following)), norm_(norm), options_(std::move(options)) {
   ctx_.validate();
   reject_unsupported_topology(ctx_, decl_);
@@ -32,7 +32,7 @@ StagePlan::StagePlan(const PlanContext& ctx, StageDeclaration decl, std::optiona
     if (!ctx_.topology.builds_variant(v)) continue;
     if (is_prepared_branch() && v != BatchVariant::ORDINARY)
       throw NotSupportedError("prepared branch transport requires ordinary token rows");
-    paths_[i] = bind(v);
+    paths_[i] = bind(v, memo);
   }
   // Providers see the finished plan. Fused kernels serve only a plain add into a plain norm: an
   // FFN keeps the candidates completing its owed sum; an attention keeps the carried-work
@@ -64,13 +64,13 @@ void StagePlan::adopt_capture_certificate(const StagePlan& next) {
     if (paths_[v] && next.paths_[v]) paths_[v]->capture_preserves_residual = next.paths_[v]->preserves_residual;
 }
 
-BoundPath StagePlan::bind(BatchVariant v) const {
+BoundPath StagePlan::bind(BatchVariant v, ArrivalMemo* memo) const {
   BoundPath p;
   p.variant = v;
   const StageDeclaration* following = following_ ? &*following_ : nullptr;
-  const Arrival arrival = arrival_at(ctx_, v, decl_);
+  const Arrival arrival = arrival_at(ctx_, v, decl_, memo);
   p.stage = resolve_stage(ctx_, v, decl_, following, arrival);
-  p.incoming = make_edge(ctx_, v, decl_.previous(), &decl_);
+  p.incoming = make_edge(ctx_, v, decl_.previous(), &decl_, memo);
   if (is_prepared_branch()) {
     // The branch input arrives already read on the source's rows; branch_input moves it (and the
     // residual) to this stage's rows without a second update or norm.
@@ -82,7 +82,7 @@ BoundPath StagePlan::bind(BatchVariant v) const {
     p.entry = bind_entry(p.incoming, enters_stack(), CpMoves::of(ctx_.topology, v));
     p.arrives_written = arrives_written(ctx_, v, decl_);
   }
-  p.outgoing = make_edge(ctx_, v, &decl_, following);
+  p.outgoing = make_edge(ctx_, v, &decl_, following, memo);
   if (decl_.kind == StageKind::FFN) {
     p.output_move = select_output_move(ctx_.topology, v, exit_edge(p.stage));
     p.ffn_exit = FfnExitFacts::of(ctx_.topology, v, decl_, p.stage, p.output_move);

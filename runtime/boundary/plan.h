@@ -57,9 +57,10 @@ struct BoundPath {
 
 class StagePlan {
  public:
-  /// Binds `decl` (its source and terminal already set) for every supported variant.
+  /// Binds `decl` (its source and terminal already set) for every supported variant. `memo`: the
+  /// upstream arrivals a construction of several stages shares (see ArrivalMemo).
   StagePlan(const PlanContext& ctx, StageDeclaration decl, std::optional<StageDeclaration> following, NormRef norm,
-            StageOptions options);
+            StageOptions options, ArrivalMemo* memo = nullptr);
 
   const StageDeclaration& declaration() const { return decl_; }
   const std::optional<StageDeclaration>& following() const { return following_; }
@@ -91,7 +92,7 @@ class StagePlan {
 
  private:
   [[noreturn]] static void no_path(BatchVariant v);
-  BoundPath bind(BatchVariant v) const;
+  BoundPath bind(BatchVariant v, ArrivalMemo* memo) const;
 
   PlanContext ctx_;
   StageDeclaration decl_;

@@ -1,5 +1,7 @@
 #include "runtime/boundary/resolver.h"
 
+#include <vector>
+
 #include "layouts/errors.h"
 
 namespace seam::boundary {
@@ -198,18 +200,35 @@ Layout consumer_residual(const PlanContext& ctx, BatchVariant v, const StageDecl
   return arrival.residual;
 }
 
-Arrival arrival_at(const PlanContext& ctx, BatchVariant v, const StageDeclaration& decl) {
+const Arrival* ArrivalMemo::find(BatchVariant v, const StageDeclaration* decl) const {
+  const auto& at = at_[static_cast<size_t>(v)];
+  const auto it = at.find(decl);
+  return it == at.end() ? nullptr : &it->second;
+}
+
+void ArrivalMemo::store(BatchVariant v, const StageDeclaration* decl, const Arrival& arrival) {
+  at_[static_cast<size_t>(v)].insert_or_assign(decl, arrival);
+}
+
+namespace {
+// What arrives at `decl` when that does not depend on what reached an attention producer: the
+// stack entry, an FFN producer's output, or a prepared branch.
+Arrival arrival_without_attention_producer(const PlanContext& ctx, BatchVariant v, const StageDeclaration& decl,
+                                           ArrivalMemo* memo) {
   using Source = StageDeclaration::Source;
   switch (decl.source) {
     case Source::STACK_ENTRY: return stack_entry_arrival(ctx, v);
-    case Source::PREVIOUS: return arrival_from(ctx, v, *decl.source_decl, &decl);
+    case Source::PREVIOUS: {
+      const StageDeclaration& producer = *decl.source_decl;
+      return arrival_of(v, producer, resolve_stage(ctx, v, producer, &decl, Arrival{}));
+    }
     case Source::PREPARED_FROM: {
       // A branch reuses the source's already-read input: complete rows where the source read them,
       // with the residual where it sat while the source ran.
       const StageDeclaration& src = *decl.source_decl;
       Arrival a;
       a.produced.layout = resolve_input(ctx, v, src).layout;
-      a.residual = consumer_residual(ctx, v, src, arrival_at(ctx, v, src));
+      a.residual = consumer_residual(ctx, v, src, arrival_at(ctx, v, src, memo));
       a.capabilities.plain = true;
       return a;
     }
@@ -217,18 +236,49 @@ Arrival arrival_at(const PlanContext& ctx, BatchVariant v, const StageDeclaratio
   }
   throw ValueError("attention output needs its incoming residual placement");
 }
+}  // namespace
+
+Arrival arrival_at(const PlanContext& ctx, BatchVariant v, const StageDeclaration& decl, ArrivalMemo* memo) {
+  // An attention producer's output rows depend on what reached it: walk back over a run of
+  // attention producers to an arrival known without them (or memoised), then resolve forward.
+  // A loop, not recursion: a run may be tens of thousands of stages long.
+  std::vector<const StageDeclaration*> consumers;  // decl, then each attention producer's consumer upstream
+  const StageDeclaration* d = &decl;
+  Arrival a;
+  while (true) {
+    // Only chain nodes (reached through source_decl, alive while decl is) are memoised, not decl.
+    if (const Arrival* known = memo && d != &decl ? memo->find(v, d) : nullptr) {
+      a = *known;
+      break;
+    }
+    if (d->source == StageDeclaration::Source::PREVIOUS && d->source_decl->kind == StageKind::ATTENTION) {
+      consumers.push_back(d);
+      d = d->source_decl.get();
+      continue;
+    }
+    a = arrival_without_attention_producer(ctx, v, *d, memo);
+    if (memo && d != &decl) memo->store(v, d, a);
+    break;
+  }
+  for (auto it = consumers.rbegin(); it != consumers.rend(); ++it) {
+    const StageDeclaration& producer = *(*it)->source_decl;
+    a = arrival_of(v, producer, resolve_stage(ctx, v, producer, *it, a));
+    if (memo && *it != &decl) memo->store(v, *it, a);
+  }
+  return a;
+}
 
 Arrival arrival_from(const PlanContext& ctx, BatchVariant v, const StageDeclaration& producer,
-                     const StageDeclaration* consumer) {
+                     const StageDeclaration* consumer, ArrivalMemo* memo) {
   // Only an attention producer's output rows depend on what reached it.
-  const Arrival upstream = producer.kind == StageKind::ATTENTION ? arrival_at(ctx, v, producer) : Arrival{};
+  const Arrival upstream = producer.kind == StageKind::ATTENTION ? arrival_at(ctx, v, producer, memo) : Arrival{};
   return arrival_of(v, producer, resolve_stage(ctx, v, producer, consumer, upstream));
 }
 
 EdgeDecl make_edge(const PlanContext& ctx, BatchVariant v, const StageDeclaration* producer,
-                   const StageDeclaration* consumer) {
+                   const StageDeclaration* consumer, ArrivalMemo* memo) {
   if (!producer && !consumer) throw ValueError("a boundary needs at least one declared side");
-  const Arrival a = producer ? arrival_from(ctx, v, *producer, consumer) : stack_entry_arrival(ctx, v);
+  const Arrival a = producer ? arrival_from(ctx, v, *producer, consumer, memo) : stack_entry_arrival(ctx, v);
   EdgeDecl e;
   e.produced = a.produced;
   e.residual = a.residual;

@@ -4,6 +4,9 @@
 // the same function from the same two declarations, so independently built stages agree.
 #pragma once
 
+#include <array>
+#include <unordered_map>
+
 #include "layouts/batch_facts.h"
 #include "layouts/topology.h"
 #include "runtime/boundary/contracts.h"
@@ -35,6 +38,18 @@ struct Arrival {
   UpdateCapabilities capabilities;
 };
 
+/// Arrivals already resolved, per variant, for declarations reached through source chains: one
+/// construction (one context, its declarations alive) shares it so each stage's arrival is resolved
+/// once, not once per later stage of a run of attention stages.
+class ArrivalMemo {
+ public:
+  const Arrival* find(BatchVariant v, const StageDeclaration* decl) const;
+  void store(BatchVariant v, const StageDeclaration* decl, const Arrival& arrival);
+
+ private:
+  std::array<std::unordered_map<const StageDeclaration*, Arrival>, kBatchVariantCount> at_;
+};
+
 /// The rows a consumer needs (needs no knowledge of its source).
 StageInput resolve_input(const PlanContext& ctx, BatchVariant v, const StageDeclaration& decl);
 /// A stage resolved for variant v. `following` is the consumer (nullptr when not described);
@@ -43,17 +58,17 @@ ResolvedStage resolve_stage(const PlanContext& ctx, BatchVariant v, const StageD
                             const StageDeclaration* following, const Arrival& arrival);
 /// What arrives at `decl` from its declared source (stack entry, previous output, prepared branch).
 /// Throws ValueError("attention output needs its incoming residual placement") when an attention
-/// producer upstream has no described source.
-Arrival arrival_at(const PlanContext& ctx, BatchVariant v, const StageDeclaration& decl);
+/// producer upstream has no described source. `memo`, if given, serves and keeps upstream arrivals.
+Arrival arrival_at(const PlanContext& ctx, BatchVariant v, const StageDeclaration& decl, ArrivalMemo* memo = nullptr);
 /// What `producer` hands to `consumer` (nullptr: not described).
 Arrival arrival_from(const PlanContext& ctx, BatchVariant v, const StageDeclaration& producer,
-                     const StageDeclaration* consumer);
+                     const StageDeclaration* consumer, ArrivalMemo* memo = nullptr);
 /// The residual rows while `consumer` runs, given what arrives.
 Layout consumer_residual(const PlanContext& ctx, BatchVariant v, const StageDeclaration& consumer,
                          const Arrival& arrival);
 /// The edge between `producer` (nullptr: stack entry) and `consumer` (nullptr: not described).
 EdgeDecl make_edge(const PlanContext& ctx, BatchVariant v, const StageDeclaration* producer,
-                   const StageDeclaration* consumer);
+                   const StageDeclaration* consumer, ArrivalMemo* memo = nullptr);
 /// Construction-time rejections of unsupported CP/MoE/MHC combinations (§2.3). NotSupportedError.
 void reject_unsupported_topology(const PlanContext& ctx, const StageDeclaration& decl);
 

@@ -103,6 +103,23 @@ TEST_CASE("rank layout: attention TP innermost, then CP, then DP") {
   CHECK_THROWS_AS(t.validate(), ValueError);
 }
 
+TEST_CASE("sizes whose product overflows int are refused, not wrapped or divided by") {
+  // 65536 * 65536 is 2^32: in int it wraps to 0, a division by zero in make().
+  CHECK_THROWS_AS(Topology::make(1, 65536, 65536), ValueError);
+  CHECK_THROWS_AS(Topology::make(1, 0, 1), ValueError);
+  // 641 * 6700417 = 2^32 + 1, which wraps to 1 in 32 bits: it must not pass for tp = 1.
+  Topology t = Topology::make(1);
+  t.attn_dp = 641;
+  t.attn_cp = 6700417;
+  CHECK_THROWS_AS(t.validate(), ValueError);
+  t.attn_dp = t.attn_cp = 1;
+  t.moe_ep = 641;
+  t.moe_dp = 6700417;
+  CHECK_THROWS_AS(t.validate(), ValueError);
+  t.moe_ep = t.moe_dp = 1;
+  CHECK_NOTHROW(t.validate());
+}
+
 TEST_CASE("the MoE output group is EP, MoE-TP, or the merged TP group") {
   Topology t = Topology::make(4);
   t.moe_ep = 2;

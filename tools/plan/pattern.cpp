@@ -6,8 +6,15 @@ namespace seam::plan {
 
 using namespace boundary;
 
+void check_pattern(std::string_view pattern) {
+  if (pattern.empty()) throw ValueError("--pattern: empty layer pattern");
+  for (char c : pattern)
+    if (c != 'A' && c != 'F' && c != 'E' && c != 'M')
+      throw ValueError(std::string("--pattern: unknown stage letter '") + c + "' (use A, F, E, M)");
+}
+
 std::vector<StageDeclaration> declare_pattern(std::string_view pattern) {
-  if (pattern.empty()) throw ValueError("empty layer pattern");
+  check_pattern(pattern);
   std::vector<StageDeclaration> decls;
   for (size_t i = 0; i < pattern.size(); ++i) {
     switch (pattern[i]) {
@@ -24,7 +31,7 @@ std::vector<StageDeclaration> declare_pattern(std::string_view pattern) {
         decls.push_back(declare_ffn({.sparse = pattern[i] == 'E', .next_sparse = next_sparse}));
         break;
       }
-      default: throw ValueError(std::string("unknown stage letter '") + pattern[i] + "' (use A, F, E, M)");
+      default: break;  // refused by check_pattern()
     }
   }
   return decls;
@@ -33,7 +40,7 @@ std::vector<StageDeclaration> declare_pattern(std::string_view pattern) {
 std::vector<std::vector<StageBoundary>> build_partitions(const PlanContext& ctx, const std::vector<StageDeclaration>& decls,
                                                          int pp) {
   const int n = static_cast<int>(decls.size());
-  if (pp < 1 || pp > n) throw ValueError("--pp must be between 1 and the number of stages");
+  if (pp < 1 || pp > n) throw ValueError("--pp: must be between 1 and the number of stages (" + std::to_string(n) + ")");
   // The neighbours a rank is told about are the connected declarations of the stages around it,
   // exactly what the engine would pass; connect the whole stack once to get them.
   std::vector<StageDeclaration> connected;

@@ -10,6 +10,9 @@
 
 namespace seam::plan {
 
+/// Throws ValueError naming --pattern for an empty pattern or an unknown letter.
+void check_pattern(std::string_view pattern);
+
 /// Declarations for `pattern`; an FFN's next_sparse comes from the next FFN in the pattern.
 /// Throws ValueError for an unknown letter or an empty pattern.
 std::vector<boundary::StageDeclaration> declare_pattern(std::string_view pattern);

@@ -13,8 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "layouts/errors.h"
 #include "runtime/boundary/rows/process_groups.h"
 #include "runtime/residual/batch.h"
+#include "tools/common/cli.h"
+#include "tools/plan/pattern.h"
 #include "tools/sim/model.h"
 #include "tools/sim/stack.h"
 #include "tools/sim/driver.h"
@@ -32,16 +35,30 @@ struct PerfArgs {
   int iters = 2000;
 };
 
+// Bounds keep the stack and the two tensors small enough to allocate; at least one timed forward.
+constexpr int kMaxStages = 1 << 20;
+constexpr int64_t kMaxTokens = 1 << 12;
+constexpr int64_t kMaxHidden = 1 << 14;
+
 PerfArgs parse(int argc, char** argv) {
   PerfArgs a;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--layers") a.layers = std::atoi(argv[i + 1]);
-    else if (flag == "--tokens") a.tokens = std::atoll(argv[i + 1]);
-    else if (flag == "--hidden") a.hidden = std::atoll(argv[i + 1]);
-    else if (flag == "--iters") a.iters = std::atoi(argv[i + 1]);
-    else if (flag == "--pattern") a.pattern = argv[i + 1];
+  cli::ArgReader in(argc, argv);
+  while (in.next()) {
+    const std::string& flag = in.flag();
+    if (flag == "--layers") a.layers = in.int_number(1, kMaxStages);
+    else if (flag == "--tokens") a.tokens = in.number(1, kMaxTokens);
+    else if (flag == "--hidden") a.hidden = in.number(1, kMaxHidden);
+    else if (flag == "--iters") a.iters = in.int_number(1, 1 << 30);
+    else if (flag == "--pattern") a.pattern = in.value();
+    else if (flag == "-h" || flag == "--help") {
+      std::puts("usage: boundary_perf [--layers 64] [--tokens 4] [--hidden 16] [--iters 2000] [--pattern AF]");
+      std::exit(0);
+    } else
+      throw ValueError("unknown flag " + flag);
   }
+  plan::check_pattern(a.pattern);
+  if (static_cast<int64_t>(a.pattern.size()) * a.layers > kMaxStages)
+    throw ValueError("--layers: the stack (--pattern x --layers) may have at most " + std::to_string(kMaxStages) + " stages");
   return a;
 }
 
@@ -62,9 +79,7 @@ void forward(SimStack& stack, std::vector<std::unique_ptr<boundary::StageRunner>
   residual::norm(h, batch, stack.final_norm());
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   const PerfArgs a = parse(argc, argv);
   ModelConfig config;
   for (int i = 0; i < a.layers; ++i) config.stages += a.pattern;
@@ -100,3 +115,7 @@ int main(int argc, char** argv) {
               per_boundary_us[per_boundary_us.size() / 10], per_boundary_us[per_boundary_us.size() * 9 / 10]);
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return cli::run_tool("boundary_perf", run, argc, argv); }

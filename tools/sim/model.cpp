@@ -91,6 +91,13 @@ void store(const Tensor& t, int64_t r, int64_t c, float v) {
 Model::Model(const ModelConfig& config) : config_(config) {
   if (config.dtype != DType::f32 && config.dtype != DType::bf16) throw ValueError("the simulator runs fp32 or bf16");
   const int64_t h = config.hidden;
+  // Every rank draws the whole model: refuse sizes whose weights would not fit (1 GiB of floats).
+  constexpr int64_t kMaxWeights = int64_t{1} << 28;
+  int64_t weights = 0;
+  for (int64_t s = 0; s < stage_count() && weights <= kMaxWeights; ++s)
+    weights += kind(s) == 'F' ? 2 * h * config.ffn_hidden : kind(s) == 'E' ? config.experts * 2 * h * config.expert_hidden : h * h;
+  if (weights > kMaxWeights)
+    throw ValueError("--hidden x --layers (x --tp): the model's weights would take more than 1 GiB per rank");
   for (int64_t s = 0; s <= stage_count(); ++s) norms_.push_back(draw(config.seed, 1000 + s, h, 0.2f, 1.0f));
   for (int64_t s = 0; s < stage_count(); ++s) {
     const uint64_t stream = 2000 + static_cast<uint64_t>(s);

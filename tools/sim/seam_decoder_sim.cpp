@@ -16,6 +16,7 @@
 #include "layouts/errors.h"
 #include "runtime/boundary/policy.h"
 #include "runtime/comm/communicator.h"
+#include "tools/common/cli.h"
 #include "tools/sim/compare.h"
 #include "tools/sim/driver.h"
 #include "tools/sim/reference.h"
@@ -243,11 +244,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "seam_decoder_sim: %s\n", e.what());
-    return 2;
-  }
-}
+int main(int argc, char** argv) { return cli::run_tool("seam_decoder_sim", run, argc, argv); }

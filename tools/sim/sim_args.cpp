@@ -1,12 +1,14 @@
-#include <cstdint>
 #include "tools/sim/sim_args.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
-#include <sstream>
 
 #include "layouts/errors.h"
+#include "runtime/boundary/policy.h"
+#include "tools/common/cli.h"
+#include "tools/plan/pattern.h"
 
 namespace seam::sim {
 
@@ -38,17 +40,12 @@ void usage() {
       "  partition's input.");
 }
 
-std::vector<int64_t> parse_list(const std::string& s) {
-  std::vector<int64_t> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (item.empty()) throw ValueError("empty entry in --tokens " + s);
-    out.push_back(std::stoll(item));
-    if (out.back() < 0) throw ValueError("--tokens entries must not be negative");
-  }
-  return out;
-}
+// Bounds on the flags' values: the simulator allocates stages x hidden x tokens, and products of
+// group sizes are checked in 64 bits, never in int.
+constexpr int kMaxSize = 1 << 20;
+constexpr int64_t kMaxStages = 1 << 20;
+constexpr int64_t kMaxHidden = 1 << 14;
+constexpr int64_t kMaxTokens = 1 << 16;
 
 }  // namespace
 
@@ -66,38 +63,35 @@ PaddingMode SimArgs::padding_mode() const {
 
 SimArgs parse_sim_args(int argc, char** argv) {
   SimArgs a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw ValueError("missing value for " + flag);
-      return argv[++i];
-    };
-    if (flag == "--pattern") a.pattern = value();
-    else if (flag == "--layers") a.layers = std::stoi(value());
-    else if (flag == "--tp") a.tp = std::stoi(value());
-    else if (flag == "--attn-dp") a.attn_dp = std::stoi(value());
-    else if (flag == "--attn-cp") a.attn_cp = std::stoi(value());
-    else if (flag == "--pp") a.pp = std::stoi(value());
-    else if (flag == "--dense-tp") a.dense_tp = std::stoi(value());
-    else if (flag == "--moe-ep") a.moe_ep = std::stoi(value());
-    else if (flag == "--policy") a.policy = value();
-    else if (flag == "--tokens") a.tokens = parse_list(value());
-    else if (flag == "--padding") a.padding = value();
-    else if (flag == "--hidden") a.hidden = std::stoll(value());
-    else if (flag == "--seed") a.seed = std::stoull(value());
+  cli::ArgReader in(argc, argv);
+  while (in.next()) {
+    const std::string& flag = in.flag();
+    if (flag == "--pattern") a.pattern = in.value();
+    else if (flag == "--layers") a.layers = in.int_number(1, static_cast<int>(kMaxStages));
+    else if (flag == "--tp") a.tp = in.int_number(1, kMaxSize);
+    else if (flag == "--attn-dp") a.attn_dp = in.int_number(1, kMaxSize);
+    else if (flag == "--attn-cp") a.attn_cp = in.int_number(1, kMaxSize);
+    else if (flag == "--pp") a.pp = in.int_number(1, kMaxSize);
+    else if (flag == "--dense-tp") a.dense_tp = in.int_number(0, kMaxSize);
+    else if (flag == "--moe-ep") a.moe_ep = in.int_number(0, kMaxSize);
+    else if (flag == "--policy") a.policy = in.value();
+    else if (flag == "--tokens") a.tokens = cli::parse_int_list(flag, in.value(), 0, kMaxTokens);
+    else if (flag == "--padding") a.padding = in.value();
+    else if (flag == "--hidden") a.hidden = in.number(1, kMaxHidden);
+    else if (flag == "--seed") a.seed = static_cast<uint64_t>(in.number(0, INT64_MAX));
     else if (flag == "--no-fusion") a.fusion = false;
     else if (flag == "--input-scattered") a.input_scattered = true;
     else if (flag == "--cp-decode") a.cp_decode = true;
     else if (flag == "--capture") a.capture = true;
-    else if (flag == "--microbatches") a.microbatches = std::stoi(value());
+    else if (flag == "--microbatches") a.microbatches = in.int_number(1, 2);
     else if (flag == "--quiet") a.quiet = true;
     else if (flag == "--device") {
-      const std::string d = value();
+      const std::string d = in.value();
       if (d != "cpu" && d != "cuda") throw ValueError("--device must be cpu or cuda");
       a.cuda = d == "cuda";
     }
     else if (flag == "--dtype") {
-      const std::string d = value();
+      const std::string d = in.value();
       if (d == "fp32") a.dtype = DType::f32;
       else if (d == "bf16") a.dtype = DType::bf16;
       else throw ValueError("--dtype must be fp32 or bf16");
@@ -107,21 +101,25 @@ SimArgs parse_sim_args(int argc, char** argv) {
     } else
       throw ValueError("unknown flag " + flag);
   }
-  if (a.pattern.empty() || a.layers < 1) throw ValueError("--pattern must be non-empty and --layers positive");
-  if (a.tp < 1 || a.attn_dp < 1 || a.attn_cp < 1 || a.tp % (a.attn_dp * a.attn_cp) != 0)
-    throw ValueError("--attn-dp * --attn-cp must divide --tp");
-  if (a.moe_ep < 0 || (a.moe_ep > 0 && a.tp % a.moe_ep != 0)) throw ValueError("--moe-ep must divide --tp");
-  if (a.microbatches != 1 && a.microbatches != 2) throw ValueError("--microbatches must be 1 or 2");
+  plan::check_pattern(a.pattern);
+  if (static_cast<int64_t>(a.pattern.size()) * a.layers > kMaxStages)
+    throw ValueError("--layers: the stack (--pattern x --layers) may have at most " + std::to_string(kMaxStages) + " stages");
+  // Products of sizes in 64 bits: two in-range ints may overflow int.
+  if (a.tp % (int64_t{a.attn_dp} * a.attn_cp) != 0) throw ValueError("--attn-dp * --attn-cp must divide --tp");
+  if (a.moe_ep > 0 && a.tp % a.moe_ep != 0) throw ValueError("--moe-ep must divide --tp");
+  if (a.dense_tp != 0 && a.dense_tp != 1 && a.dense_tp != a.tp) throw ValueError("--dense-tp must be 1 or --tp");
+  if (int64_t{a.tp} * a.pp > kMaxSize) throw ValueError("--tp * --pp: at most " + std::to_string(kMaxSize) + " ranks");
   if (a.attn_cp > 1 && a.input_scattered) throw ValueError("--attn-cp runs without --input-scattered");
   if (a.cp_decode && a.attn_cp == 1) throw ValueError("--cp-decode needs --attn-cp");
   if (static_cast<int>(a.tokens.size()) != a.attn_dp)
     throw ValueError("--tokens needs one entry per attention-DP replica (" + std::to_string(a.attn_dp) + ")");
   if (std::accumulate(a.tokens.begin(), a.tokens.end(), int64_t{0}) == 0)
     throw ValueError("--tokens must give at least one token: a batch without tokens compares nothing");
+  if (!boundary::parse_policy(a.policy)) throw ValueError("--policy: unknown policy '" + a.policy + "'");
   if (a.padding != "max" && a.padding != "sum" && a.padding != "auto") throw ValueError("--padding must be max, sum or auto");
   if (a.input_scattered && (a.attn_dp != 1 || (a.tp & (a.tp - 1)) != 0))
     throw ValueError("--input-scattered needs no attention DP and a power-of-two --tp");
-  if (a.pp < 1 || a.pp > static_cast<int>(a.stages().size())) throw ValueError("--pp must be between 1 and the stage count");
+  if (a.pp > static_cast<int64_t>(a.pattern.size()) * a.layers) throw ValueError("--pp must be between 1 and the stage count");
   return a;
 }
 
