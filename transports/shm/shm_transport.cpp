@@ -739,6 +739,8 @@ class ShmTransportImpl final : public ShmTransport {
     p.dead = true;
     p.death = "seam shm: local peer rank " + std::to_string(p.world_rank) + " (pid " +
               std::to_string(p.pid) + ") died";
+    // Its shared-memory names would outlive it in /dev/shm: nobody else removes them.
+    remove_segments_of(p.pid);
     Incoming& in = p.in;
     // A peer that finished and exited is no failure unless something still waits on it.
     const bool matters = in.active || !in.posted.empty() || !p.out.queue.empty() || !p.out.awaiting_ack.empty();
