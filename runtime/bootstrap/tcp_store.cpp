@@ -142,7 +142,7 @@ class RateLimitedWarning {
       return;
     }
     if (suppressed_)
-      log().warn("{} ({} more rejections of unauthenticated peers in the last second not shown)", message,
+      log().warn("{} ({} more rejections of unauthenticated peers not shown since the last such warning)", message,
                  suppressed_);
     else
       log().warn("{}", message);
