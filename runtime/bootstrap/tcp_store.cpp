@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "layouts/config.h"
 #include "layouts/errors.h"
 #include "layouts/log.h"
+#include "layouts/sha256.h"
 #include "runtime/bootstrap/bootstrap.h"
 
 namespace seam::bootstrap {
@@ -106,15 +108,52 @@ std::vector<uint8_t> error_body(const std::string& msg) {
   return b;
 }
 
-bool constant_time_equal(const std::string& a, const std::string& b) {
-  // Time depends only on the expected token's length, never on where the strings differ.
-  unsigned diff = a.size() == b.size() ? 0u : 1u;
-  for (size_t i = 0; i < b.size(); ++i) {
-    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0u;
-    diff |= x ^ static_cast<unsigned char>(b[i]);
+std::string random_nonce() {
+  std::string n(kNonceBytes, '\0');
+  size_t got = 0;
+  while (got < n.size()) {
+    const ssize_t r = getrandom(n.data() + got, n.size() - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw CommError(std::string("seam store: no random bytes: ") + strerror(errno));
+    got += static_cast<size_t>(r);
   }
-  return diff == 0;
+  return n;
 }
+
+/// What one side sends to prove it knows the token: bound to both nonces, the rank and the side,
+/// so an answer cannot be replayed or reflected.
+std::string proof(const std::string& token, const char* side, const std::string& client_nonce,
+                  const std::string& server_nonce, int rank) {
+  std::string message = std::string("seam-store-v2 ") + side;
+  message += client_nonce;
+  message += server_nonce;
+  message += std::to_string(rank);
+  const auto d = hmac_sha256(token, message);
+  return std::string(d.begin(), d.end());
+}
+
+/// Warnings about unauthenticated peers: at most one a second, with a count of those left out.
+class RateLimitedWarning {
+ public:
+  void operator()(const std::string& message) {
+    const auto now = Clock::now();
+    if (now < next_) {
+      ++suppressed_;
+      return;
+    }
+    if (suppressed_)
+      log().warn("{} ({} more rejections of unauthenticated peers not shown since the last such warning)", message,
+                 suppressed_);
+    else
+      log().warn("{}", message);
+    suppressed_ = 0;
+    next_ = now + std::chrono::seconds(1);
+  }
+
+ private:
+  Clock::time_point next_{};
+  uint64_t suppressed_ = 0;
+};
 
 std::string peer_name(int fd) {
   sockaddr_storage ss{};
@@ -196,11 +235,28 @@ std::pair<std::string, uint16_t> parse_host_port(const std::string& addr) {
 
 // ---- server ---------------------------------------------------------------------------------
 
+void check_job_token(const std::string& token) {
+  if (token.empty())
+    throw ValueError("seam store bootstrap: SEAM_JOB_TOKEN must be set (a secret shared by the job's ranks)");
+  std::set<char> distinct(token.begin(), token.end());
+  if (token.size() < kMinJobTokenChars || distinct.size() < 8)
+    throw ValueError("seam store bootstrap: SEAM_JOB_TOKEN is too weak (" + std::to_string(token.size()) +
+                     " characters, " + std::to_string(distinct.size()) + " distinct): use at least " +
+                     std::to_string(kMinJobTokenChars) +
+                     " random characters, e.g. SEAM_JOB_TOKEN=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \\n')");
+}
+
 struct StoreServer::State {
+  enum class Stage { hello, challenged, authenticated };
   struct Conn {
     int fd = -1;
     std::string name;
     int rank = -1;  // -1 until authenticated
+    Stage stage = Stage::hello;
+    Clock::time_point accepted;
+    size_t bytes_before_auth = 0;
+    int claimed_rank = -1;
+    std::string client_nonce, server_nonce;
     std::vector<uint8_t> in;
     bool closing = false;
     bool said_bye = false;
@@ -215,6 +271,10 @@ struct StoreServer::State {
   int wake_pipe[2] = {-1, -1};
   int world_size;
   std::string token;
+  StoreLimits limits;
+  RateLimitedWarning warn_unauthenticated;
+  Clock::time_point accept_paused_until{};
+  int unauthenticated = 0;
   uint16_t port = 0;
   std::map<int, Conn> conns;
   std::map<std::string, std::string> kv;
@@ -234,13 +294,20 @@ struct StoreServer::State {
   void handle(Conn& c, const uint8_t* body, size_t n);
   void reply(Conn& c, const std::vector<uint8_t>& body) {
     auto f = frame(body);
-    if (!write_all(c.fd, f.data(), f.size(), Clock::now() + std::chrono::seconds(5))) c.closing = true;
+    // An unauthenticated peer that does not read gets nothing more: the server never waits on one.
+    const auto patience = c.rank >= 0 ? std::chrono::seconds(5) : std::chrono::seconds(0);
+    if (!write_all(c.fd, f.data(), f.size(), Clock::now() + patience)) c.closing = true;
   }
   void reject(Conn& c, const std::string& why) {
-    log().warn("seam store: rejecting {} ({}): {}", c.name, c.rank >= 0 ? "rank " + std::to_string(c.rank) : "unauthenticated", why);
+    const std::string message = "seam store: rejecting " + c.name + " (" +
+                                (c.rank >= 0 ? "rank " + std::to_string(c.rank) : "unauthenticated") + "): " + why;
+    if (c.rank >= 0) log().warn("{}", message);
+    else warn_unauthenticated(message);
     reply(c, error_body("seam store: " + why));
     c.closing = true;
   }
+  void expire_unauthenticated(Clock::time_point now);
+  void evict_oldest_unauthenticated(const char* why);
   void serve_waiters();
   void drop(int fd) {
     auto it = conns.find(fd);
@@ -253,16 +320,19 @@ struct StoreServer::State {
     }
     waiters.erase(std::remove_if(waiters.begin(), waiters.end(), [&](const Waiter& w) { return w.fd == fd; }),
                   waiters.end());
+    if (it->second.rank < 0) --unauthenticated;
     ::close(fd);
     conns.erase(it);
   }
 };
 
-StoreServer::StoreServer(const std::string& addr, int world_size, std::string token)
+StoreServer::StoreServer(const std::string& addr, int world_size, std::string token, StoreLimits limits)
     : state_(std::make_unique<State>()) {
   auto [host, port] = parse_host_port(addr);
   state_->world_size = world_size;
   state_->token = std::move(token);
+  state_->limits = limits;
+  if (limits.max_unauthenticated < 1) throw ValueError("seam store: max_unauthenticated must be positive");
 
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -280,15 +350,11 @@ StoreServer::StoreServer(const std::string& addr, int world_size, std::string to
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     int rc = bind(fd, ai->ai_addr, ai->ai_addrlen);
     if (rc != 0 && errno == EADDRNOTAVAIL) {
-      // The name is not one of this host's addresses (e.g. a NAT'ed name): listen on every one.
-      sockaddr_in any{};
-      any.sin_family = AF_INET;
-      any.sin_port = htons(port);
-      any.sin_addr.s_addr = htonl(INADDR_ANY);
+      // Listening on every interface instead would expose the store where the user did not ask.
+      last_error = "'" + host + "' is not an address of this host (rank 0 serves the store on one of its own "
+                   "addresses; name it, or 0.0.0.0 to listen on every interface)";
       ::close(fd);
-      fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-      rc = bind(fd, reinterpret_cast<sockaddr*>(&any), sizeof(any));
+      continue;
     }
     if (rc == 0 && listen(fd, 1024) == 0) {
       state_->listen_fd = fd;
@@ -341,15 +407,20 @@ void StoreServer::State::run() {
   std::vector<pollfd> fds;
   while (!stopping) {
     fds.clear();
+    auto now = Clock::now();
     fds.push_back({wake_pipe[0], POLLIN, 0});
-    fds.push_back({listen_fd, POLLIN, 0});
+    // Out of descriptors: stop accepting a moment rather than spin on the ready listener.
+    fds.push_back({now < accept_paused_until ? -1 : listen_fd, POLLIN, 0});
     for (auto& [fd, c] : conns) fds.push_back({fd, POLLIN, 0});
     int timeout_ms = 1000;
-    auto now = Clock::now();
-    for (auto& w : waiters) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(w.deadline - now).count();
+    auto shorten = [&](Clock::time_point t) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t - now).count();
       timeout_ms = static_cast<int>(std::clamp<int64_t>(left + 1, 0, timeout_ms));
-    }
+    };
+    for (auto& w : waiters) shorten(w.deadline);
+    for (auto& [fd, c] : conns)
+      if (c.rank < 0) shorten(c.accepted + limits.auth_timeout);
+    if (now < accept_paused_until) shorten(accept_paused_until);
     int n = poll(fds.data(), fds.size(), timeout_ms);
     if (n < 0 && errno != EINTR) break;
     if (stopping) break;
@@ -361,6 +432,7 @@ void StoreServer::State::run() {
       read_from(it->second);
     }
     serve_waiters();
+    expire_unauthenticated(Clock::now());
     std::vector<int> dead;
     for (auto& [fd, c] : conns)
       if (c.closing) dead.push_back(fd);
@@ -371,13 +443,43 @@ void StoreServer::State::run() {
 void StoreServer::State::accept_new() {
   while (true) {
     int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) return;
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        if (unauthenticated > 0) {
+          evict_oldest_unauthenticated("out of descriptors");
+          continue;
+        }
+        accept_paused_until = Clock::now() + std::chrono::milliseconds(100);
+      }
+      return;
+    }
+    // The oldest unauthenticated peer makes room: a real rank's handshake takes a round trip, a
+    // flood's connections linger, so the newest ones are the likeliest to be real.
+    if (unauthenticated >= limits.max_unauthenticated) evict_oldest_unauthenticated("too many unauthenticated connections");
     set_nodelay(fd);
     Conn c;
     c.fd = fd;
     c.name = peer_name(fd);
+    c.accepted = Clock::now();
     conns.emplace(fd, std::move(c));
+    ++unauthenticated;
   }
+}
+
+void StoreServer::State::evict_oldest_unauthenticated(const char* why) {
+  auto oldest = conns.end();
+  for (auto it = conns.begin(); it != conns.end(); ++it)
+    if (it->second.rank < 0 && (oldest == conns.end() || it->second.accepted < oldest->second.accepted)) oldest = it;
+  if (oldest == conns.end()) return;
+  warn_unauthenticated("seam store: dropping unauthenticated " + oldest->second.name + ": " + why + " (limit " +
+                       std::to_string(limits.max_unauthenticated) + ")");
+  drop(oldest->first);
+}
+
+void StoreServer::State::expire_unauthenticated(Clock::time_point now) {
+  for (auto& [fd, c] : conns)
+    if (c.rank < 0 && !c.closing && now >= c.accepted + limits.auth_timeout)
+      reject(c, "did not authenticate within " + std::to_string(limits.auth_timeout.count()) + " ms");
 }
 
 void StoreServer::State::read_from(Conn& c) {
@@ -392,6 +494,13 @@ void StoreServer::State::read_from(Conn& c) {
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) c.closing = true;
       break;
+    }
+    if (c.rank < 0) {
+      c.bytes_before_auth += static_cast<size_t>(r);
+      if (c.bytes_before_auth > kMaxBytesBeforeAuth) {
+        reject(c, "sent more than " + std::to_string(kMaxBytesBeforeAuth) + " bytes before authenticating");
+        break;
+      }
     }
     c.in.insert(c.in.end(), buf, buf + r);
     // Parse every complete frame; check the announced length before buffering more of it.
@@ -419,39 +528,57 @@ void StoreServer::State::handle(Conn& c, const uint8_t* body, size_t n) {
   try {
     Reader r(body, n);
     auto op = static_cast<StoreOp>(r.u8());
-    if (c.rank < 0 && op != StoreOp::hello) {
-      reject(c, "the first message must be HELLO with the job token");
+    const bool handshake = op == StoreOp::hello || op == StoreOp::auth;
+    if (c.rank < 0 && !handshake) {
+      reject(c, "the first message must be HELLO");
       return;
     }
     switch (op) {
       case StoreOp::hello: {
-        if (c.rank >= 0) throw ValueError("second HELLO on one connection");
+        if (c.stage != Stage::hello) throw ValueError("second HELLO on one connection");
         uint32_t version = r.u32();
         int rank = static_cast<int32_t>(r.u32());
-        std::string tok = r.str(kMaxKeyBytes);
+        std::string client_nonce = r.str(kNonceBytes);
         r.end();
-        if (!constant_time_equal(tok, token)) {
-          reject(c, "wrong job token (SEAM_JOB_TOKEN differs from rank 0's)");
-          return;
-        }
         if (version != kStoreProtocolVersion) {
           reject(c, "protocol version " + std::to_string(version) + ", server speaks " +
                         std::to_string(kStoreProtocolVersion));
           return;
         }
+        if (client_nonce.size() != kNonceBytes) throw ValueError("a nonce must have " + std::to_string(kNonceBytes) + " bytes");
         if (rank < 0 || rank >= world_size) {
           reject(c, "rank " + std::to_string(rank) + " outside 0.." + std::to_string(world_size - 1));
           return;
         }
+        c.claimed_rank = rank;
+        c.client_nonce = std::move(client_nonce);
+        c.server_nonce = random_nonce();
+        c.stage = Stage::challenged;
+        std::vector<uint8_t> b{static_cast<uint8_t>(StoreOp::challenge)};
+        put_str(b, c.server_nonce);
+        put_str(b, proof(token, "server", c.client_nonce, c.server_nonce, rank));
+        reply(c, b);
+        return;
+      }
+      case StoreOp::auth: {
+        if (c.stage != Stage::challenged) throw ValueError("AUTH without a HELLO first, or a second one");
+        std::string client_proof = r.str(kNonceBytes);
+        r.end();
+        if (!constant_time_equal(client_proof, proof(token, "client", c.client_nonce, c.server_nonce, c.claimed_rank))) {
+          reject(c, "wrong job token (SEAM_JOB_TOKEN differs from rank 0's)");
+          return;
+        }
         {
           std::lock_guard lk(mu);
-          if (joined.count(rank)) {
-            reject(c, "rank " + std::to_string(rank) + " already joined (two processes with one SEAM_RANK?)");
+          if (joined.count(c.claimed_rank)) {
+            reject(c, "rank " + std::to_string(c.claimed_rank) + " already joined (two processes with one SEAM_RANK?)");
             return;
           }
-          joined.insert(rank);
+          joined.insert(c.claimed_rank);
         }
-        c.rank = rank;
+        c.rank = c.claimed_rank;
+        c.stage = Stage::authenticated;
+        --unauthenticated;
         reply(c, {static_cast<uint8_t>(StoreOp::ok)});
         return;
       }
@@ -527,6 +654,14 @@ void StoreServer::State::serve_waiters() {
 
 // ---- client ---------------------------------------------------------------------------------
 
+namespace {
+/// A handshake cut short by the server (a flood of bad peers can evict a connection that is
+/// still authenticating): worth another try, unlike an answer that rejects us.
+struct HandshakeCut : CommError {
+  using CommError::CommError;
+};
+}  // namespace
+
 StoreClient::StoreClient(const std::string& addr, int rank, const std::string& token,
                          std::chrono::milliseconds timeout)
     : addr_(addr) {
@@ -534,7 +669,7 @@ StoreClient::StoreClient(const std::string& addr, int rank, const std::string& t
   auto deadline = Clock::now() + timeout;
   std::string last_error = "no address";
   auto pause = std::chrono::milliseconds(5);
-  while (fd_ < 0) {
+  for (;;) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -555,7 +690,22 @@ StoreClient::StoreClient(const std::string& addr, int rank, const std::string& t
       }
       freeaddrinfo(res);
     }
-    if (fd_ >= 0) break;
+    if (fd_ >= 0) {
+      set_nodelay(fd_);
+      try {
+        authenticate(rank, token, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()) +
+                                      std::chrono::milliseconds(1000));
+        return;
+      } catch (const HandshakeCut& e) {
+        last_error = e.what();
+        ::close(fd_);
+        fd_ = -1;
+      } catch (...) {
+        ::close(fd_);
+        fd_ = -1;
+        throw;
+      }
+    }
     if (Clock::now() + pause > deadline)
       throw TimeoutError("seam store: cannot connect to " + addr + " within " +
                              std::to_string(timeout.count()) + " ms: " + last_error + " (is rank 0 running?)",
@@ -563,13 +713,47 @@ StoreClient::StoreClient(const std::string& addr, int rank, const std::string& t
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(200));
   }
-  set_nodelay(fd_);
+}
+
+void StoreClient::authenticate(int rank, const std::string& token, std::chrono::milliseconds timeout) {
+  const std::string client_nonce = random_nonce();
   std::vector<uint8_t> hello{static_cast<uint8_t>(StoreOp::hello)};
   put_u32(hello, kStoreProtocolVersion);
   put_u32(hello, static_cast<uint32_t>(rank));
-  put_str(hello, token);
-  request(hello, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()) +
-                     std::chrono::milliseconds(1000));
+  put_str(hello, client_nonce);
+  auto exchange = [&](const std::vector<uint8_t>& body) {
+    try {
+      return request(body, timeout);
+    } catch (const TimeoutError&) {
+      throw;
+    } catch (const CommError& e) {
+      // An ERROR frame rejects us for good; a closed connection may be a flood's eviction.
+      if (std::string(e.what()).find("the connection") != std::string::npos) throw HandshakeCut(e.what(), 0);
+      throw;
+    }
+  };
+  const std::vector<uint8_t> challenge = exchange(hello);
+  std::string server_nonce, server_proof;
+  try {
+    Reader r(challenge.data(), challenge.size());
+    if (static_cast<StoreOp>(r.u8()) != StoreOp::challenge) throw ValueError("not a CHALLENGE");
+    server_nonce = r.str(kNonceBytes);
+    server_proof = r.str(kNonceBytes);
+    r.end();
+  } catch (const ValueError& e) {
+    throw CommError("seam store: " + addr_ + " answered HELLO with a malformed challenge (" + e.what() +
+                        "): is it a Seam store of this version?",
+                    0);
+  }
+  if (server_nonce.size() != kNonceBytes ||
+      !constant_time_equal(server_proof, proof(token, "server", client_nonce, server_nonce, rank)))
+    throw CommError("seam store: the server at " + addr_ +
+                        " could not prove it knows the job token: wrong job token (SEAM_JOB_TOKEN differs "
+                        "from rank 0's), or another process holds that port",
+                    0);
+  std::vector<uint8_t> auth{static_cast<uint8_t>(StoreOp::auth)};
+  put_str(auth, proof(token, "client", client_nonce, server_nonce, rank));
+  exchange(auth);
 }
 
 StoreClient::~StoreClient() {
@@ -675,7 +859,11 @@ class StoreBootstrap final : public Bootstrap {
     try {
       return client_->wait(keys, o_.timeout);
     } catch (const TimeoutError& e) {
+      failed_ = true;
       throw TimeoutError(std::string(e.what()) + " (a rank did not join the all-gather)", -1);
+    } catch (...) {
+      failed_ = true;
+      throw;
     }
   }
 
@@ -685,7 +873,8 @@ class StoreBootstrap final : public Bootstrap {
     if (client_) client_->close();
     client_.reset();
     if (server_) {
-      if (!server_->wait_all_left(o_.timeout))
+      // After a failure the others are gone or failing too: no second timeout on rank 0.
+      if (!server_->wait_all_left(failed_ ? std::chrono::milliseconds(0) : o_.timeout))
         log().warn("seam store: not every rank left the store within {} ms", o_.timeout.count());
       server_->stop();
       server_.reset();
@@ -697,6 +886,7 @@ class StoreBootstrap final : public Bootstrap {
   std::unique_ptr<StoreServer> server_;
   std::unique_ptr<StoreClient> client_;
   uint64_t round_ = 0;
+  bool failed_ = false;
 };
 
 }  // namespace
@@ -708,8 +898,7 @@ std::unique_ptr<Bootstrap> create_store(const StoreBootstrapOptions& o) {
   if (o.rank < 0 || o.rank >= o.world_size)
     throw ValueError("seam store bootstrap: SEAM_RANK must be in 0.." + std::to_string(o.world_size - 1) +
                      ", got " + std::to_string(o.rank));
-  if (o.token.empty())
-    throw ValueError("seam store bootstrap: SEAM_JOB_TOKEN must be set (a secret shared by the job's ranks)");
+  check_job_token(o.token);
   return std::make_unique<StoreBootstrap>(o);
 }
 

@@ -2,12 +2,17 @@
 //
 // Wire format (both directions): a frame is a 4-byte little-endian body length, then the body.
 // A body starts with a one-byte opcode; strings inside are a 4-byte length then the bytes.
-//   client -> server: HELLO {u32 version, i32 rank, str token} | SET {str key, str value}
-//                     | WAIT {i64 timeout_ms, u32 n, n x str key} | BYE {}
-//   server -> client: OK {} | VALUES {u32 n, n x str value} | ERROR {str message}
-// The first frame of a connection must be a HELLO with the job's token (compared in constant
-// time); anything else, a frame over kMaxFrameBytes, or a body whose fields overrun it gets an
-// ERROR frame with a clear message and the connection is closed.
+//   client -> server: HELLO {u32 version, i32 rank, str client_nonce} | AUTH {str client_proof}
+//                     | SET {str key, str value} | WAIT {i64 timeout_ms, u32 n, n x str key} | BYE {}
+//   server -> client: CHALLENGE {str server_nonce, str server_proof} | OK {}
+//                     | VALUES {u32 n, n x str value} | ERROR {str message}
+// Mutual challenge-response over the job token, which never crosses the wire: the server proves
+// itself first (HMAC-SHA256 of both nonces and the rank), so a process squatting the port gets
+// nothing from a client but a nonce; then the client proves itself. Before that, a connection
+// may send at most kMaxBytesBeforeAuth bytes and must finish within the auth timeout; at most
+// max_unauthenticated such connections are kept (the oldest goes for a new one), so a flood of
+// bad peers bounds rank 0's descriptors and memory and cannot keep the real ranks out (a client
+// whose handshake is cut retries until its deadline). Rejections are logged at a bounded rate.
 #pragma once
 
 #include <chrono>
@@ -18,18 +23,33 @@
 
 namespace seam::bootstrap {
 
-constexpr uint32_t kStoreProtocolVersion = 1;
+constexpr uint32_t kStoreProtocolVersion = 2;
 constexpr uint32_t kMaxFrameBytes = 16u << 20;
 constexpr uint32_t kMaxKeyBytes = 4096;
+constexpr uint32_t kNonceBytes = 32;
+constexpr uint32_t kMaxBytesBeforeAuth = 256;
+/// SEAM_JOB_TOKEN: at least this many characters (32 hex digits: 128 random bits).
+constexpr size_t kMinJobTokenChars = 32;
 
 enum class StoreOp : uint8_t {
   hello = 1,
   set = 2,
   wait = 3,
   bye = 4,
+  auth = 5,
   ok = 0x80,
   values = 0x81,
   error = 0x82,
+  challenge = 0x83,
+};
+
+/// Throws ValueError unless `token` is long and varied enough to be a random secret.
+void check_job_token(const std::string& token);
+
+/// What an unauthenticated peer may hold of the server.
+struct StoreLimits {
+  int max_unauthenticated = 64;
+  std::chrono::milliseconds auth_timeout{5000};
 };
 
 /// host:port -> (host, port); throws ValueError when malformed.
@@ -39,7 +59,9 @@ std::pair<std::string, uint16_t> parse_host_port(const std::string& addr);
 /// when it cannot), serves until stop() or destruction.
 class StoreServer {
  public:
-  StoreServer(const std::string& addr, int world_size, std::string token);
+  /// `addr` must name an address of this host (or a wildcard such as 0.0.0.0): another host's
+  /// address is a CommError, not a silent listen on every interface.
+  StoreServer(const std::string& addr, int world_size, std::string token, StoreLimits limits = {});
   ~StoreServer();
   /// Returns once every rank 0..world_size-1 said BYE or disconnected after authenticating,
   /// or `timeout` passed (false then).
@@ -72,6 +94,8 @@ class StoreClient {
 
  private:
   std::vector<uint8_t> request(const std::vector<uint8_t>& body, std::chrono::milliseconds timeout);
+  /// Proves the server knows `token`, then proves this client does. Throws CommError.
+  void authenticate(int rank, const std::string& token, std::chrono::milliseconds timeout);
   int fd_ = -1;
   std::string addr_;
 };

@@ -9,7 +9,8 @@ shift
 # Below Linux's ephemeral range (32768+), so no outgoing connection holds it.
 port=$((20000 + RANDOM % 12000))
 export SEAM_STORE_ADDR=127.0.0.1:$port SEAM_WORLD_SIZE=$n
-export SEAM_JOB_TOKEN=job-$$-$RANDOM
+# 128 random bits: the store refuses short or guessable tokens.
+export SEAM_JOB_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d " \n")
 pids=()
 for ((r = 0; r < n; r++)); do
   SEAM_RANK=$r "$@" &

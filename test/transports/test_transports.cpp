@@ -282,7 +282,7 @@ TEST_CASE("shm: a dead peer fails pending requests naming its rank and pid, with
   pid_t child = fork();
   if (child == 0) {
     try {
-      auto bs = bootstrap::create_store({addr, 1, 2, "tok", std::chrono::milliseconds(10000)});
+      auto bs = bootstrap::create_store({addr, 1, 2, "5e0c2f9a81b7d4436a9e0f12c8b35d7e", std::chrono::milliseconds(10000)});
       auto t = shm::ShmTransport::create(*bs, {0, 1}, 4096, std::chrono::milliseconds(10000));
       int x = 5;
       auto r = t->isend(0, 1, &x, 4);  // delivered before we die
@@ -293,7 +293,7 @@ TEST_CASE("shm: a dead peer fails pending requests naming its rank and pid, with
     }
     _exit(0);  // dies without a word
   }
-  auto bs = bootstrap::create_store({addr, 0, 2, "tok", std::chrono::milliseconds(10000)});
+  auto bs = bootstrap::create_store({addr, 0, 2, "5e0c2f9a81b7d4436a9e0f12c8b35d7e", std::chrono::milliseconds(10000)});
   auto t = shm::ShmTransport::create(*bs, {0, 1}, 4096, std::chrono::milliseconds(10000));
   bs->barrier();
   bs->finish();

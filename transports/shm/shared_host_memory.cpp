@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -12,6 +13,7 @@
 #include <utility>
 
 #include "layouts/errors.h"
+#include "layouts/sha256.h"
 #include "transports/shm/shm_segment.h"
 
 namespace seam {
@@ -34,10 +36,15 @@ std::atomic<uint32_t>& freed_flag(const shm::SharedSegment& segment) {
                                                    segment.size() - kTrailerBytes);
 }
 
-// The token tells this process's blocks from those of an earlier process with the same pid,
-// or of one in another pid namespace that shares /dev/shm.
+// The name's middle is a keyed hash of the block's number under the owner's secret token, which
+// only the job's ranks learn: another user can neither predict the next name (and take it
+// first) nor tell it from a random one; the pid keeps blocks of dead owners findable.
 std::string block_name(pid_t pid, uint64_t token, uint64_t id) {
-  return shm::segment_name(pid, token, "host-" + std::to_string(id));
+  const std::string key(reinterpret_cast<const char*>(&token), sizeof token);
+  const auto digest = hmac_sha256(key, "seam-host-block-" + std::to_string(id));
+  uint64_t name_bits = 0;
+  std::memcpy(&name_bits, digest.data(), sizeof name_bits);
+  return shm::segment_name(pid, name_bits, "host");
 }
 
 /// This process's live allocations (base address → number, size) and the peers' allocations

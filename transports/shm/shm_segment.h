@@ -52,4 +52,12 @@ std::string segment_name(pid_t pid, uint64_t token, const std::string& what);
 /// A name no other job on this host uses: segment_name(this pid, random_token(), what).
 std::string unique_segment_name(const std::string& what);
 
+/// Removes this user's segments of process `pid` (named "/seam-<pid>-..."), unless its "alive"
+/// marker is still locked (a live process of that number, e.g. in another pid namespace).
+/// Returns how many names were removed. For a peer known to have died.
+size_t remove_segments_of(pid_t pid);
+/// The same for every process named in /dev/shm that no longer exists. Runs by itself before a
+/// process creates its first segment, so that a crashed job's blocks go with the next job.
+size_t remove_dead_segments();
+
 }  // namespace seam::shm

@@ -691,11 +691,16 @@ class ShmTransportImpl final : public ShmTransport {
 
   std::optional<std::pair<int, uint64_t>> unmatched_from_any(uint64_t tag, uint64_t mask, UnmatchedFilter accept,
                                                              void* context) override {
+    // Only each peer's oldest match: a root that sends ahead leaves many messages of later calls
+    // here, and a walk over all of them before every call would cost more than a small call.
+    // A stranded message behind a later one is found once that one is taken.
     for (const Peer& p : peers_) {
       if (p.world_rank == rank_) continue;
       for (const Unexpected& u : p.in.unexpected)
-        if ((u.tag & mask) == (tag & mask) && accept(context, p.world_rank, u.tag))
-          return std::make_pair(p.world_rank, u.tag);
+        if ((u.tag & mask) == (tag & mask)) {
+          if (accept(context, p.world_rank, u.tag)) return std::make_pair(p.world_rank, u.tag);
+          break;
+        }
     }
     return std::nullopt;
   }
@@ -734,6 +739,8 @@ class ShmTransportImpl final : public ShmTransport {
     p.dead = true;
     p.death = "seam shm: local peer rank " + std::to_string(p.world_rank) + " (pid " +
               std::to_string(p.pid) + ") died";
+    // Its shared-memory names would outlive it in /dev/shm: nobody else removes them.
+    remove_segments_of(p.pid);
     Incoming& in = p.in;
     // A peer that finished and exited is no failure unless something still waits on it.
     const bool matters = in.active || !in.posted.empty() || !p.out.queue.empty() || !p.out.awaiting_ack.empty();
