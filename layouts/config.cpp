@@ -79,8 +79,8 @@ Config Config::from_env() {
     throw ValueError("SEAM_CUDA_WORKSPACE_MB must be 1 to 4096, got " + std::to_string(c.cuda_workspace_mb));
   c.cuda_peer = env_string("SEAM_CUDA_PEER", c.cuda_peer);
   c.cuda_norm = env_string("SEAM_CUDA_NORM", c.cuda_norm);
-  if (c.cuda_norm != "auto" && c.cuda_norm != "shared")
-    throw ValueError("SEAM_CUDA_NORM must be auto or shared, got '" + c.cuda_norm + "'");
+  if (c.cuda_norm != "shared" && c.cuda_norm != "registers")
+    throw ValueError("SEAM_CUDA_NORM must be shared or registers, got '" + c.cuda_norm + "'");
   c.cuda_norm_threads = static_cast<int>(env_int("SEAM_CUDA_NORM_THREADS", c.cuda_norm_threads));
   if (c.cuda_norm_threads != 0 && (c.cuda_norm_threads < 32 || c.cuda_norm_threads > 1024))
     throw ValueError("SEAM_CUDA_NORM_THREADS must be 0 or 32 to 1024, got " + std::to_string(c.cuda_norm_threads));

@@ -58,9 +58,9 @@ struct Config {
   /// SEAM_CUDA_PEER: "auto" (peer memory where every GPU reaches every other, else staging through
   /// host memory) or "off" (always stage) [auto]
   std::string cuda_peer = "auto";
-  /// SEAM_CUDA_NORM: how the device add + RMSNorm kernels hold a row: "auto" (in registers where it
-  /// fits) or "shared" (in shared memory, to compare) [auto]
-  std::string cuda_norm = "auto";
+  /// SEAM_CUDA_NORM: how the device add + RMSNorm kernels hold a row: "shared" (in shared memory)
+  /// or "registers" (in registers where it fits; being measured, see docs/performance.md) [shared]
+  std::string cuda_norm = "shared";
   /// SEAM_CUDA_NORM_THREADS: threads a row for the register rows, 32 to 1024; 0 = by the call's
   /// rows (benchmarks sweep it) [0]
   int cuda_norm_threads = 0;

@@ -82,10 +82,10 @@ inline int threads_for(int64_t cols, int64_t per_thread = 1) {
   return static_cast<int>(std::clamp<int64_t>((work + 31) / 32 * 32, 32, 1024));
 }
 
-/// SEAM_CUDA_NORM_THREADS (threads a row for every call, 0 = by rows) and SEAM_CUDA_NORM=shared
-/// (every row in shared memory), from the process's configuration.
+/// SEAM_CUDA_NORM_THREADS (threads a row for every call, 0 = by rows) and SEAM_CUDA_NORM (rows in
+/// registers only with "registers"), from the process's configuration.
 inline int64_t threads_override() { return Config::get().cuda_norm_threads; }
-inline bool shared_rows_forced() { return Config::get().cuda_norm == "shared"; }
+inline bool shared_rows_forced() { return Config::get().cuda_norm != "registers"; }
 
 /// The register-resident row's shape (norm_row_registers) for a call of `rows` rows: K packs per
 /// thread and T threads (at most max_register_threads(K)); false where the row does not fit.

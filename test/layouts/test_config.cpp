@@ -104,12 +104,12 @@ TEST_CASE("device settings: defaults, accepted values, refusals naming the varia
   CHECK(c.cuda_algorithm.empty());
   CHECK(c.cuda_workspace_mb == 32);
   CHECK(c.cuda_peer == "auto");
-  CHECK(c.cuda_norm == "auto");
+  CHECK(c.cuda_norm == "shared");
   CHECK(c.cuda_norm_threads == 0);
   {
-    ScopedEnv e("SEAM_CUDA_NORM", "shared");
+    ScopedEnv e("SEAM_CUDA_NORM", "registers");
     ScopedEnv t("SEAM_CUDA_NORM_THREADS", "256");
-    CHECK(Config::from_env().cuda_norm == "shared");
+    CHECK(Config::from_env().cuda_norm == "registers");
     CHECK(Config::from_env().cuda_norm_threads == 256);
   }
   for (const char* taken : {"one_shot", "two_shot"}) {
@@ -128,7 +128,7 @@ TEST_CASE("device settings: defaults, accepted values, refusals naming the varia
                                                          {"SEAM_CUDA_WORKSPACE_MB", "0"},
                                                          {"SEAM_CUDA_WORKSPACE_MB", "5000"},
                                                          {"SEAM_CUDA_PEER", "on"},
-                                                         {"SEAM_CUDA_NORM", "registers"},
+                                                         {"SEAM_CUDA_NORM", "auto"},
                                                          {"SEAM_CUDA_NORM_THREADS", "16"},
                                                          {"SEAM_CUDA_NORM_THREADS", "2048"}};
   for (const auto& [name, value] : refused) {
