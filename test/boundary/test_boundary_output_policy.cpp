@@ -76,6 +76,42 @@ TEST_CASE("the CLI policy reaches construction: auto resolves before it, per arc
                        "boundary_reduction must be resolved before model construction", ValueError);
 }
 
+TEST_CASE("MiniCPM-V 4.5 is keyed by model_type and version, not by an architecture name (§2.1)") {
+  const PolicyRegistry registry = PolicyRegistry::with_defaults();
+  // Every MiniCPM-V version names the same architecture; only model_type + version 4.5 selects ar.
+  CHECK(registry.resolve(ReductionPolicy::AUTO, {.architectures = {"MiniCPMV"}, .model_type = "minicpmv", .version = "4.5"}) ==
+        ReductionPolicy::AR);
+  CHECK(registry.resolve(ReductionPolicy::AUTO, {.model_type = "minicpmv", .version = "4.5"}) == ReductionPolicy::AR);
+  CHECK(registry.resolve(ReductionPolicy::AUTO, {.model_type = "minicpmv", .version = "04.5"}) == ReductionPolicy::AR);
+  // Other versions, no version, or a near miss fall to the default.
+  for (const char* other : {"2.6", "4.0", "4", "4.50", "4.5.1", "", "4.5a"}) {
+    CAPTURE(other);
+    CHECK(registry.resolve(ReductionPolicy::AUTO, {.architectures = {"MiniCPMV"}, .model_type = "minicpmv", .version = other}) ==
+          ReductionPolicy::RS_RSV);
+  }
+  // The version belongs to minicpmv only: another model_type at 4.5 is not matched.
+  CHECK(registry.resolve(ReductionPolicy::AUTO, {.model_type = "minicpmo", .version = "4.5"}) == ReductionPolicy::RS_RSV);
+  // An architecture name alone no longer matches, including the one Seam used to key it by.
+  CHECK(registry.resolve(ReductionPolicy::AUTO, {.architectures = {"MiniCPMV4_5ForConditionalGeneration"}}) ==
+        ReductionPolicy::RS_RSV);
+  CHECK(registry.resolve(ReductionPolicy::AUTO, {.architectures = {"MiniCPMV"}}) == ReductionPolicy::RS_RSV);
+  // A rule on an architecture still comes first; the nested config is searched after the version.
+  CHECK(registry.resolve(ReductionPolicy::AUTO, {.architectures = {"LongcatFlashForCausalLM"}, .model_type = "minicpmv",
+                                                 .version = "4.5"}) == ReductionPolicy::RSV);
+  CHECK(registry.resolve(ReductionPolicy::AUTO, {.model_type = "minicpmv", .version = "2.6",
+                                                 .nested = {{.model_type = "qwen3"}}}) == ReductionPolicy::AR);
+  // An engine may register its own versioned rule; a malformed version is refused.
+  PolicyRegistry engine = registry;
+  engine.register_model_version("minicpmv", "2.6", ReductionPolicy::RS);
+  CHECK(engine.resolve(ReductionPolicy::AUTO, {.model_type = "minicpmv", .version = "2.6"}) == ReductionPolicy::RS);
+  CHECK(engine.resolve(ReductionPolicy::AUTO, {.model_type = "minicpmv", .version = "4.5"}) == ReductionPolicy::AR);
+  CHECK_THROWS_WITH_AS(engine.register_model_version("minicpmv", "4.x", ReductionPolicy::AR),
+                       "model version '4.x' is not dot-separated integers", ValueError);
+  CHECK(parse_model_version("4.5") == std::vector<int>{4, 5});
+  CHECK_FALSE(parse_model_version("4..5").has_value());
+  CHECK_FALSE(parse_model_version("").has_value());
+}
+
 TEST_CASE("ar grants no optional scatter; the permissions follow the policy") {
   for (ReductionPolicy policy : kPolicies) {
     const PlanContext ctx = context(4, 2, policy);

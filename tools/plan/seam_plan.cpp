@@ -23,11 +23,13 @@ void usage() {
   std::puts(
       "usage: seam_plan --pattern AFAF... [--layers N] [--quiet] [--tp N] [--attn-dp N] [--attn-tp N] [--attn-cp N] [--pp N]\n"
       "                 [--moe-ep N] [--moe-dp N] [--dense-tp N] [--policy ar|rs|rsv|rs+rsv|auto] [--arch NAME]\n"
-      "                 [--a2a] [--input-scattered] [--prefill-cp] [--dsa-cp] [--sp] [--tbo] [--lora]\n"
+      "                 [--model-type NAME] [--model-version V] [--a2a] [--input-scattered] [--prefill-cp] [--dsa-cp] [--sp] [--tbo] [--lora]\n"
       "  pattern letters: A attention, F dense FFN, E sparse (MoE) FFN, M single-stage mixer\n"
       "  --layers repeats the pattern (a stack longer than one argument); --quiet prints no plan lines\n"
       "  --attn-tp defaults to tp / (attn-dp * attn-cp); --moe-tp to tp / (moe-ep * moe-dp)\n"
-      "  --arch resolves --policy auto from the architecture table (default policy: auto)");
+      "  --arch, --model-type and --model-version are the checkpoint's architecture, model_type and\n"
+      "  version; --policy auto resolves from them (default policy: auto), e.g. --model-type minicpmv\n"
+      "  --model-version 4.5 is MiniCPM-V 4.5");
 }
 
 struct Args {
@@ -36,7 +38,7 @@ struct Args {
   int layers = 1;
   bool quiet = false;
   int tp = 1, attn_dp = 1, attn_tp = 0, attn_cp = 1, pp = 1, moe_ep = 1, moe_dp = 1, dense_tp = 0;
-  std::string policy = "auto", arch;
+  std::string policy = "auto", arch, model_type, model_version;
   bool a2a = false, input_scattered = false, prefill_cp = false, dsa_cp = false, sp = false, tbo = false, lora = false;
 };
 
@@ -63,6 +65,8 @@ Args parse(int argc, char** argv) {
     else if (flag == "--dense-tp") a.dense_tp = in.int_number(0, kMaxSize);
     else if (flag == "--policy") a.policy = in.value();
     else if (flag == "--arch") a.arch = in.value();
+    else if (flag == "--model-type") a.model_type = in.value();
+    else if (flag == "--model-version") a.model_version = in.value();
     else if (flag == "--a2a") a.a2a = true;
     else if (flag == "--input-scattered") a.input_scattered = true;
     else if (flag == "--prefill-cp") a.prefill_cp = true;
@@ -117,6 +121,10 @@ PlanContext context_of(const Args& a) {
   if (!requested) throw ValueError("--policy: unknown policy '" + a.policy + "'");
   ModelFacts model;
   if (!a.arch.empty()) model.architectures.push_back(a.arch);
+  model.model_type = a.model_type;
+  model.version = a.model_version;
+  if (!a.model_version.empty() && !parse_model_version(a.model_version))
+    throw ValueError("--model-version: '" + a.model_version + "' is not dot-separated integers");
   ctx.policy = PolicyRegistry::with_defaults().resolve(*requested, model);
   return ctx;
 }
@@ -131,9 +139,12 @@ int run(int argc, char** argv) {
   const double build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
   const std::string shown = args.layers == 1 ? args.period : args.period + " x " + std::to_string(args.layers);
+  std::string from;
+  if (!args.arch.empty()) from += " arch " + args.arch;
+  if (!args.model_type.empty()) from += " model_type " + args.model_type;
+  if (!args.model_version.empty()) from += " version " + args.model_version;
   std::printf("# pattern %s  %s  policy %s%s%s\n", shown.c_str(), ctx.topology.describe().c_str(),
-              std::string(policy_name(ctx.policy)).c_str(), args.arch.empty() ? "" : " from arch ",
-              args.arch.c_str());
+              std::string(policy_name(ctx.policy)).c_str(), from.empty() ? "" : " from", from.c_str());
   std::printf("# built %zu stages in %.3f ms\n", decls.size(), build_ms);
   int index = 0;
   const StageBoundary* last = nullptr;
