@@ -39,7 +39,9 @@ bool Topology::input_scattered_configured() const {
 }
 
 bool Topology::should_use_dp_reduce_scatterv() const {
-  return !fp4_all_gather && !moe_a2a_backend && attn_dp_enabled() && moe_ep == attn_dp;
+  // §3.1: RSv is valid only with attention TP 1; otherwise the exit falls back to RS or the
+  // all-reduce + DP scatter, as an ineligible optional scatter does (§2.1).
+  return !fp4_all_gather && !moe_a2a_backend && attn_dp_enabled() && attn_tp == 1 && moe_ep == attn_dp;
 }
 
 bool Topology::can_use_dp_reduce_scatter() const {

@@ -60,6 +60,7 @@ struct Topology {
   /// Batches whose rows may not divide by attention TP (no G3b UNPADDED variant here).
   bool batches_are_unpadded() const { return attn_tp > 1 && !attn_dp_enabled() && disable_attn_tp_gather; }
   bool input_scattered_configured() const;
+  /// The DP RSv applies: DP attention with moe_ep == attn_dp and attention TP 1 (§3.1).
   bool should_use_dp_reduce_scatterv() const;
   bool can_use_dp_reduce_scatter() const;
   bool can_merge_post_experts_all_reduce() const { return moe_ep > 1 && moe_tp > 1 && moe_dp == 1; }

@@ -112,6 +112,35 @@ TEST_CASE("MiniCPM-V 4.5 is keyed by model_type and version, not by an architect
   CHECK_FALSE(parse_model_version("").has_value());
 }
 
+TEST_CASE("RSv needs attention TP 1; under attention TP > 1 the exit falls back to RS or the scatter (§3.1, §2.1)") {
+  // moe_ep == attn_dp in both: only attention TP differs.
+  const auto rsv_shape = [](Topology& t) {
+    t.moe_ep = t.attn_dp;
+    t.moe_tp = t.tp / t.attn_dp;
+  };
+  for (ReductionPolicy policy : {ReductionPolicy::RSV, ReductionPolicy::RS_RSV})
+    for (bool max_len : {false, true}) {
+      CAPTURE(policy_name(policy));
+      CAPTURE(max_len);
+      const PaddingMode padding = max_len ? PaddingMode::MAX_LEN : PaddingMode::SUM_LEN;
+      const PlanContext tp1 = context(2, 2, policy, rsv_shape);  // attn_tp 1
+      REQUIRE(tp1.topology.attn_tp == 1);
+      CHECK(tp1.topology.should_use_dp_reduce_scatterv());
+      const auto s1 = make_stages(tp1, {{attn()}, {moe()}}, {.terminal = true});
+      CHECK(s1[1].decide_ffn_exit(batch(tp1, {5, 2}, padding)).dp_step == DpStep::REDUCE_SCATTERV);
+
+      const PlanContext tp2 = context(4, 2, policy, rsv_shape);  // attn_tp 2
+      REQUIRE(tp2.topology.attn_tp == 2);
+      CHECK_FALSE(tp2.topology.should_use_dp_reduce_scatterv());
+      const auto s2 = make_stages(tp2, {{attn()}, {moe()}}, {.terminal = true});
+      const FfnDecision d = s2[1].decide_ffn_exit(batch(tp2, {6, 2}, padding));
+      // RS only when the policy grants it and the batch is MAX_LEN; otherwise all-reduce + scatter.
+      const bool rs = max_len && policy == ReductionPolicy::RS_RSV;
+      CHECK(d.dp_step == (rs ? DpStep::REDUCE_SCATTER : DpStep::SCATTER));
+      CHECK(d.describe() == (rs ? "MOE_OUTPUT reduce_scatter at exit" : "MOE_OUTPUT all_reduce in compute, DP scatter at exit"));
+    }
+}
+
 TEST_CASE("ar grants no optional scatter; the permissions follow the policy") {
   for (ReductionPolicy policy : kPolicies) {
     const PlanContext ctx = context(4, 2, policy);

@@ -202,12 +202,12 @@ seam_add_sim_test(tp8_dp2_cp2_rs_AE_decode_sum NP 8 ARGS --tp 8 --attn-dp 2 --at
   EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT all_reduce in compute, DP scatter at exit")
 
 # Experts over EP x MoE-TP (--moe-ep): the merged post-experts sum is not one all-reduce, so the MoE
-# completes it in compute (#8); with moe_ep == attn_dp under attention TP 2 the RSv topology holds
-# and Seam's RSv hands each attention-TP rank its slice, then gathers it over attention TP.
+# completes it in compute (#8); with moe_ep == attn_dp under attention TP 2 RSv is not eligible
+# (§3.1: attention TP 1 only), so the rsv policy falls back to the all-reduce + DP scatter.
 seam_add_sim_test(tp4_moe_ep2_ar_AE NP 4 ARGS --tp 4 --moe-ep 2 --policy ar --pattern AE --layers 2 --tokens 5
   EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT all_reduce in compute")
 seam_add_sim_test(tp4_dp2_moe_ep2_rsv_AE NP 4 DEVICE ARGS --tp 4 --attn-dp 2 --moe-ep 2 --policy rsv --pattern AE --layers 2 --tokens 5,2
-  EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT reduce_scatterv at next input \\(deferred\\).*TP +reduce_scatterv")
+  EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT all_reduce in compute, DP scatter at exit")
 
 # The same boundaries over UCX instead of shared memory.
 seam_add_sim_test(tp4_dp2_rs+rsv_AE_ucx NP 4 ENV SEAM_TRANSPORT=ucx ARGS --tp 4 --attn-dp 2 --policy rs+rsv --pattern AE --layers 2 --tokens 5,0
