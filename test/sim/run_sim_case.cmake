@@ -2,16 +2,7 @@
 # run_sim_case.cmake -- mpirun ... seam_decoder_sim .... Passes only when the command exits 0 and
 # its output holds both the plan line §2.6 predicts (SIM_EXPECT) and the PASS line: CTest's
 # PASS_REGULAR_EXPRESSION alone would ignore the exit status.
-set(command)
-set(in_command FALSE)
-math(EXPR last "${CMAKE_ARGC} - 1")
-foreach(i RANGE ${last})
-  if(in_command)
-    list(APPEND command "${CMAKE_ARGV${i}}")
-  elseif(CMAKE_ARGV${i} STREQUAL "--")
-    set(in_command TRUE)
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../command_after_dashes.cmake)
 if(NOT command OR NOT DEFINED SIM_EXPECT)
   message(FATAL_ERROR "usage: cmake -DSIM_EXPECT=<regex> -P run_sim_case.cmake -- <command>")
 endif()

@@ -1,16 +1,7 @@
 # Runs a tool with a bad argument, the command after `--`: cmake -DEXPECT=<regex> -P
 # expect_usage_error.cmake -- <tool> <args>. Passes only when it exits with exactly 2 (not a crash's
 # signal status, not 1) and its output matches EXPECT, the message naming the flag.
-set(command)
-set(in_command FALSE)
-math(EXPR last "${CMAKE_ARGC} - 1")
-foreach(i RANGE ${last})
-  if(in_command)
-    list(APPEND command "${CMAKE_ARGV${i}}")
-  elseif(CMAKE_ARGV${i} STREQUAL "--")
-    set(in_command TRUE)
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../command_after_dashes.cmake)
 if(NOT command OR NOT DEFINED EXPECT)
   message(FATAL_ERROR "usage: cmake -DEXPECT=<regex> -P expect_usage_error.cmake -- <command>")
 endif()

@@ -2,11 +2,18 @@
 
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "layouts/errors.h"
 
 namespace seam::cli {
+
+int launcher_local_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SEAM_LOCAL_RANK"})
+    if (const char* value = std::getenv(name)) return std::atoi(value);
+  return 0;
+}
 
 namespace {
 std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }

@@ -9,6 +9,10 @@
 
 namespace seam::cli {
 
+/// This rank's index among its host's ranks, as the launcher tells it (OMPI_COMM_WORLD_LOCAL_RANK,
+/// or SEAM_LOCAL_RANK for processes started by hand); 0 where neither says.
+int launcher_local_rank();
+
 /// The whole of `text` as a base-10 integer in [min, max] (no sign for min >= 0, no spaces, no
 /// suffix or exponent). Throws ValueError naming `flag` otherwise.
 int64_t parse_int(std::string_view flag, std::string_view text, int64_t min, int64_t max);

@@ -15,6 +15,7 @@
 
 #include "runtime/device/device_communicator.h"
 #include "tools/perf/device_copy_bandwidth.h"
+#include "tools/common/cli.h"
 
 namespace seam::perf {
 namespace {
@@ -24,13 +25,6 @@ void check_cuda(cudaError_t err, const char* what) {
     throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
 }
 
-/// This rank's index among its host's ranks, as the launcher tells it (Open MPI, or set by hand
-/// for plain processes); 0 where neither says.
-int local_rank() {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SEAM_LOCAL_RANK"})
-    if (const char* value = std::getenv(name)) return std::atoi(value);
-  return 0;
-}
 
 /// cudaMalloc'd memory for the whole run: the communicator caches the allocations it has seen,
 /// so the buffers are not freed and made again between rows.
@@ -144,7 +138,7 @@ class CudaRunner final : public DeviceRunner {
     int count = 0;
     check_cuda(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
     if (count == 0) throw std::runtime_error("-M cuda: no CUDA device");
-    info_.device = local_rank() % count;
+    info_.device = cli::launcher_local_rank() % count;
     check_cuda(cudaSetDevice(info_.device), "cudaSetDevice");
     cudaDeviceProp prop{};
     check_cuda(cudaGetDeviceProperties(&prop, info_.device), "cudaGetDeviceProperties");

@@ -13,6 +13,13 @@ void check_pattern(std::string_view pattern) {
       throw ValueError(std::string("--pattern: unknown stage letter '") + c + "' (use A, F, E, M)");
 }
 
+void check_stack(std::string_view pattern, int64_t layers, int64_t max_stages) {
+  check_pattern(pattern);
+  if (static_cast<int64_t>(pattern.size()) * layers > max_stages)
+    throw ValueError("--layers: the stack (--pattern x --layers) may have at most " + std::to_string(max_stages) +
+                     " stages");
+}
+
 std::vector<StageDeclaration> declare_pattern(std::string_view pattern) {
   check_pattern(pattern);
   std::vector<StageDeclaration> decls;

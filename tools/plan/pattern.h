@@ -3,6 +3,7 @@
 // attention mixers) — turned into declarations and built per pipeline partition.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -12,6 +13,8 @@ namespace seam::plan {
 
 /// Throws ValueError naming --pattern for an empty pattern or an unknown letter.
 void check_pattern(std::string_view pattern);
+/// check_pattern, then ValueError naming --layers when pattern x layers exceeds max_stages stages.
+void check_stack(std::string_view pattern, int64_t layers, int64_t max_stages);
 
 /// Declarations for `pattern`; an FFN's next_sparse comes from the next FFN in the pattern.
 /// Throws ValueError for an unknown letter or an empty pattern.

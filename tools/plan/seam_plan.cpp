@@ -81,9 +81,7 @@ Args parse(int argc, char** argv) {
       throw ValueError("unknown flag " + flag);
   }
   if (a.pattern.empty()) throw ValueError("--pattern is required");
-  plan::check_pattern(a.pattern);
-  if (static_cast<int64_t>(a.pattern.size()) * a.layers > kMaxStages)
-    throw ValueError("--layers: the stack (--pattern x --layers) may have at most " + std::to_string(kMaxStages) + " stages");
+  plan::check_stack(a.pattern, a.layers, kMaxStages);
   a.period = a.pattern;
   std::string stack;
   for (int i = 0; i < a.layers; ++i) stack += a.period;

@@ -56,9 +56,7 @@ PerfArgs parse(int argc, char** argv) {
     } else
       throw ValueError("unknown flag " + flag);
   }
-  plan::check_pattern(a.pattern);
-  if (static_cast<int64_t>(a.pattern.size()) * a.layers > kMaxStages)
-    throw ValueError("--layers: the stack (--pattern x --layers) may have at most " + std::to_string(kMaxStages) + " stages");
+  plan::check_stack(a.pattern, a.layers, kMaxStages);
   return a;
 }
 

@@ -101,9 +101,7 @@ SimArgs parse_sim_args(int argc, char** argv) {
     } else
       throw ValueError("unknown flag " + flag);
   }
-  plan::check_pattern(a.pattern);
-  if (static_cast<int64_t>(a.pattern.size()) * a.layers > kMaxStages)
-    throw ValueError("--layers: the stack (--pattern x --layers) may have at most " + std::to_string(kMaxStages) + " stages");
+  plan::check_stack(a.pattern, a.layers, kMaxStages);
   // Products of sizes in 64 bits: two in-range ints may overflow int.
   if (a.tp % (int64_t{a.attn_dp} * a.attn_cp) != 0) throw ValueError("--attn-dp * --attn-cp must divide --tp");
   if (a.moe_ep > 0 && a.tp % a.moe_ep != 0) throw ValueError("--moe-ep must divide --tp");

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "layouts/errors.h"
+#include "tools/common/cli.h"
 #include "runtime/boundary/rows/host_fusion.h"
 
 #ifdef SEAM_HAVE_CUDA
@@ -21,12 +22,6 @@ namespace {
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw Error(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-int local_rank() {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SEAM_LOCAL_RANK"})
-    if (const char* value = std::getenv(name)) return std::atoi(value);
-  return 0;
 }
 
 }  // namespace
@@ -48,7 +43,7 @@ SimDevice::SimDevice(boundary::rows::ProcessGroups& groups, bool cuda) {
   if (!cuda) return;
   int count = 0;
   check(cudaGetDeviceCount(&count), "no CUDA device");
-  const int ordinal = local_rank() % count;
+  const int ordinal = cli::launcher_local_rank() % count;
   check(cudaSetDevice(ordinal), "cudaSetDevice");
   cuda_ = std::make_unique<Cuda>();
   check(cudaStreamCreateWithFlags(&cuda_->stream, cudaStreamNonBlocking), "cudaStreamCreate");
