@@ -101,6 +101,8 @@ constexpr uint32_t signature_of(uint64_t tag) {
 constexpr uint32_t seq_of(uint64_t tag) {
   return static_cast<uint32_t>(tag >> (kSignatureBits + kStepBits)) & kSeqMask;
 }
+/// The bits that say which communicator a message belongs to.
+constexpr uint64_t kCtxMask = static_cast<uint64_t>(kMaxCtx) << 34;
 /// The bits that say which communicator a message belongs to and that it is a collective's.
 constexpr uint64_t kCollectiveOfCtxMask = (static_cast<uint64_t>(kMaxCtx) << 34) | (uint64_t{3} << 32);
 /// The communicator-creating split's signature (a collective of its own, past the others).
@@ -149,8 +151,14 @@ class Engine {
   const std::string& abort_reason() const { return abort_reason_; }
   int abort_peer() const { return abort_peer_; }
 
-  uint32_t next_context() const { return next_ctx_; }
-  void reserve_contexts(uint32_t up_to_exclusive);
+  /// The lowest context id at or above `from` that no live communicator of this engine holds
+  /// (tags::kMaxCtx + 1 when none is free). Ids of destroyed communicators return first.
+  uint32_t free_context_from(uint32_t from);
+  /// Marks `ctx` held by a new communicator of this engine.
+  void claim_context(uint32_t ctx);
+  /// Returns a destroyed communicator's id, once none of its calls is outstanding and no
+  /// message of it waits unreceived (until then a later call of a new holder could meet them).
+  void release_context(uint32_t ctx);
   std::string transport_name;             ///< "shm", "ucx" or "shm+ucx"
   /// Tells the other ranks this one aborted, so they fail at once rather than at their deadline.
   std::function<void(const std::string&)> broadcast_abort;
@@ -187,7 +195,9 @@ class Engine {
   std::shared_ptr<transport::Transport> transport_;
   Config config_;
   std::deque<std::shared_ptr<WorkState>> outstanding_;
-  uint32_t next_ctx_ = 1;  // 0 is the world
+  std::vector<bool> ctx_held_ = std::vector<bool>(tags::kMaxCtx + 1, false);
+  std::vector<uint32_t> ctx_retiring_;  // destroyed, not yet free (release_context)
+  bool retired(uint32_t ctx);
   std::string abort_reason_;
   int abort_peer_ = -1;
   Clock::time_point last_liveness_check_{};

@@ -144,6 +144,34 @@ Task exchange_task(collectives::Group& g, const std::vector<int>& sub, size_t po
   }
 }
 
+/// Agrees on a communicator id that no member holds: each member offers in `all[.][slot]` its
+/// lowest free id at or above the largest offer so far, until every offer is the same. Members
+/// that made and dropped the same communicators offer the same id at once: one exchange.
+Task agree_context_task(collectives::Group& g, const std::vector<int>& sub, size_t pos, std::vector<Record>& all,
+                        size_t slot, Engine& engine, uint32_t& ctx, int& rounds) {
+  for (rounds = 1;; ++rounds) {
+    Task round = exchange_task(g, sub, pos, all);
+    co_await run(round);
+    int64_t lo = all[0][slot], hi = lo;
+    for (const auto& r : all) {
+      lo = std::min(lo, r[slot]);
+      hi = std::max(hi, r[slot]);
+    }
+    if (lo == hi || hi > tags::kMaxCtx) {
+      ctx = static_cast<uint32_t>(hi);
+      co_return;
+    }
+    all[pos][slot] = engine.free_context_from(static_cast<uint32_t>(hi));
+  }
+}
+
+/// Throws on every member alike when the members hold every id between them.
+void check_context_found(uint32_t ctx) {
+  if (ctx > tags::kMaxCtx)
+    throw NotSupportedError("seam: too many communicators alive at once (" + std::to_string(tags::kMaxCtx) +
+                            " ids, held by the members between them); destroy some first");
+}
+
 uint64_t hash_ranks(std::span<const int> ranks) {
   uint64_t h = 1469598103934665603ull;
   for (int r : ranks) {
@@ -188,7 +216,10 @@ CommunicatorImpl::CommunicatorImpl(std::shared_ptr<Engine> engine_,
       hosts(members_hosts(*engine, *members, (*members)[static_cast<size_t>(rank)])),
       transport(members_transport(*engine, hosts.get(), members->size())) {}
 
-CommunicatorImpl::~CommunicatorImpl() { collectives::release_regions(engine->communicator_key(ctx)); }
+CommunicatorImpl::~CommunicatorImpl() {
+  collectives::release_regions(engine->communicator_key(ctx));
+  if (ctx != 0) engine->release_context(ctx);
+}
 
 std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op, uint32_t signature) {
   engine->check_usable();
@@ -364,17 +395,17 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
               im.transport, im.hosts));
   std::vector<int> sub(ranks.begin(), ranks.end());
   std::vector<Record> all(sub.size());
-  all[pos] = {static_cast<int64_t>(im.engine->next_context()), 0, 0, 0};
-  w->task = exchange_task(w->group, sub, pos, all);
-  im.launch(w).wait();
-
+  all[pos] = {static_cast<int64_t>(im.engine->free_context_from(1)), 0, 0, 0};
   uint32_t ctx = 0;
-  for (auto& r : all) ctx = std::max(ctx, static_cast<uint32_t>(r[0]));
-  im.engine->reserve_contexts(ctx + 1);
+  int rounds = 0;
+  w->task = agree_context_task(w->group, sub, pos, all, 0, *im.engine, ctx, rounds);
+  im.launch(w).wait();
+  check_context_found(ctx);
+  im.engine->claim_context(ctx);
   auto members = std::make_shared<std::vector<int>>();
   for (int r : sub) members->push_back((*im.members)[static_cast<size_t>(r)]);
-  SEAM_LOG_DEBUG("group: ranks {} -> communicator {} (rank {} of {})", sub.size(), ctx, pos,
-                 sub.size());
+  SEAM_LOG_DEBUG("group: ranks {} -> communicator {} (rank {} of {}; id agreed in {} exchanges)", sub.size(),
+                 ctx, pos, sub.size(), rounds);
   return std::make_shared<Communicator>(std::make_unique<CommunicatorImpl>(im.engine, members, static_cast<int>(pos), ctx));
 }
 
@@ -384,20 +415,15 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   std::vector<int> sub(static_cast<size_t>(size()));
   std::iota(sub.begin(), sub.end(), 0);
   std::vector<Record> all(sub.size());
-  all[static_cast<size_t>(im.rank)] = {color, key, static_cast<int64_t>(im.engine->next_context()), 0};
-  w->task = exchange_task(w->group, sub, static_cast<size_t>(im.rank), all);
+  all[static_cast<size_t>(im.rank)] = {color, key, static_cast<int64_t>(im.engine->free_context_from(1)), 0};
+  // One id for every color: their members are disjoint, so no two ranks meet under it twice.
+  uint32_t ctx = 0;
+  int rounds = 0;
+  w->task = agree_context_task(w->group, sub, static_cast<size_t>(im.rank), all, 2, *im.engine, ctx, rounds);
   im.launch(w).wait();
-
-  uint32_t base = 0;
-  std::set<int64_t> colors;
-  for (auto& r : all) {
-    base = std::max(base, static_cast<uint32_t>(r[2]));
-    if (r[0] >= 0) colors.insert(r[0]);
-  }
-  // Each color gets its own id above every member's used ones; every rank skips them all.
-  im.engine->reserve_contexts(base + static_cast<uint32_t>(colors.size()));
+  check_context_found(ctx);
   if (color < 0) return nullptr;
-  const uint32_t ctx = base + static_cast<uint32_t>(std::distance(colors.begin(), colors.find(color)));
+  im.engine->claim_context(ctx);
   std::vector<std::pair<int64_t, int>> order;  // (key, parent rank)
   for (int r = 0; r < size(); ++r)
     if (all[static_cast<size_t>(r)][0] == color) order.emplace_back(all[static_cast<size_t>(r)][1], r);
@@ -408,8 +434,8 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
     if (r == im.rank) my = static_cast<int>(members->size());
     members->push_back((*im.members)[static_cast<size_t>(r)]);
   }
-  SEAM_LOG_DEBUG("split: color {} key {} -> communicator {} (rank {} of {})", color, key, ctx,
-                 my, members->size());
+  SEAM_LOG_DEBUG("split: color {} key {} -> communicator {} (rank {} of {}; id agreed in {} exchanges)", color,
+                 key, ctx, my, members->size(), rounds);
   return std::make_shared<Communicator>(std::make_unique<CommunicatorImpl>(im.engine, members, my, ctx));
 }
 

@@ -40,7 +40,9 @@ Engine::Engine(std::shared_ptr<transport::Transport> transport, const Config& co
     : serial(engines_created++),
       transport_(std::move(transport)),
       config_(config),
-      spin_(std::chrono::microseconds(config.spin_us)) {}
+      spin_(std::chrono::microseconds(config.spin_us)) {
+  ctx_held_[0] = true;  // the world
+}
 
 void Engine::check_usable() const {
   if (aborted())
@@ -49,11 +51,29 @@ void Engine::check_usable() const {
                     abort_peer_);
 }
 
-void Engine::reserve_contexts(uint32_t up_to_exclusive) {
-  if (up_to_exclusive > tags::kMaxCtx + 1)
-    throw NotSupportedError("seam: too many communicators (context ids exhausted: " +
-                            std::to_string(tags::kMaxCtx) + ")");
-  next_ctx_ = std::max(next_ctx_, up_to_exclusive);
+void Engine::claim_context(uint32_t ctx) { ctx_held_[ctx] = true; }
+
+void Engine::release_context(uint32_t ctx) {
+  if (!retired(ctx)) ctx_retiring_.push_back(ctx);
+}
+
+bool Engine::retired(uint32_t ctx) {
+  for (const auto& o : outstanding_)
+    if (o->status == WorkState::Status::pending && o->ctx == ctx) return false;
+  if (!aborted()) {
+    auto any = [](void*, int, uint64_t) { return true; };
+    if (transport_->unmatched_from_any(tags::make(ctx, tags::collective, 0), tags::kCtxMask, any, nullptr))
+      return false;
+  }
+  ctx_held_[ctx] = false;
+  return true;
+}
+
+uint32_t Engine::free_context_from(uint32_t from) {
+  std::erase_if(ctx_retiring_, [&](uint32_t ctx) { return retired(ctx); });
+  for (uint32_t ctx = std::max(from, 1u); ctx <= tags::kMaxCtx; ++ctx)
+    if (!ctx_held_[ctx]) return ctx;
+  return tags::kMaxCtx + 1;
 }
 
 void Engine::start(const std::shared_ptr<WorkState>& w) {

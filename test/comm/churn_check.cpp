@@ -1,13 +1,19 @@
 // Integration check under mpirun: an engine that makes and drops groups for its whole life.
 // Each cycle splits the world, runs an all-reduce through the new group's shared-memory region and
-// drops the group; resident memory and the files in /dev/shm must stay flat.
-//   comm_churn_check [--cycles N]
+// drops the group; resident memory and the files in /dev/shm must stay flat, and ids never run
+// out (more cycles than communicator ids). With --mixed, up to 6 groups (splits of the world and
+// groups of ranks 0 and 1) stay in use, and rank r destroys a retired one r % 3 cycles late, so
+// the ranks' free ids differ when they agree on the next one.
+//   comm_churn_check [--cycles N] [--mixed]
 #include <dirent.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -24,10 +30,12 @@ long resident_kib() {
   return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+/// This process's files in /dev/shm (Seam names them seam-<pid>-...); other jobs' come and go.
 int shm_files() {
+  const std::string mine = "seam-" + std::to_string(getpid()) + "-";
   int n = 0;
   if (DIR* d = opendir("/dev/shm")) {
-    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+    while (dirent* e = readdir(d)) n += std::strncmp(e->d_name, mine.c_str(), mine.size()) == 0;
     closedir(d);
   }
   return n;
@@ -37,16 +45,42 @@ int shm_files() {
 
 int main(int argc, char** argv) {
   int cycles = 1500;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], "--cycles") == 0) cycles = std::atoi(argv[i + 1]);
+  bool mixed = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--cycles") == 0 && i + 1 < argc) cycles = std::atoi(argv[++i]);
+    if (std::strcmp(argv[i], "--mixed") == 0) mixed = true;
+  }
   try {
     auto world = seam::comm::Communicator::create_world();
     const size_t count = 16384;  // 64 KiB: through the region
     std::vector<float> in(count, 1.0f), out(count);
+    std::deque<std::shared_ptr<seam::comm::Communicator>> alive, retired;  // --mixed
+    int made = 0;
+    auto check = [&](seam::comm::Communicator& c, float value, float expect) {
+      std::vector<float> mine(count, value);
+      c.all_reduce(mine.data(), out.data(), count, seam::DType::f32, seam::ReduceOp::sum).wait();
+      if (out[0] != expect || out[count - 1] != expect)
+        throw std::runtime_error("wrong all-reduce result on group " + std::to_string(made));
+    };
     auto cycle = [&] {
-      auto group = world->split(0, world->rank());
-      group->all_reduce(in.data(), out.data(), count, seam::DType::f32, seam::ReduceOp::sum).wait();
-      if (out[count - 1] != static_cast<float>(world->size())) throw std::runtime_error("wrong all-reduce result");
+      if (!mixed) {
+        auto group = world->split(0, world->rank());
+        group->all_reduce(in.data(), out.data(), count, seam::DType::f32, seam::ReduceOp::sum).wait();
+        if (out[count - 1] != static_cast<float>(world->size())) throw std::runtime_error("wrong all-reduce result");
+        return;
+      }
+      // Alternately a split of the world and a group of ranks 0 and 1; every live group is used
+      // again, so an id held twice would mix their messages.
+      ++made;
+      const int pair[] = {0, 1};
+      alive.push_back(made % 2 ? world->split(0, world->rank()) : world->group(pair));  // null off the pair
+      for (auto& c : alive)
+        if (c) check(*c, static_cast<float>(made % 7), static_cast<float>((made % 7) * c->size()));
+      if (alive.size() > 5) {
+        retired.push_back(std::move(alive.front()));
+        alive.pop_front();
+      }
+      while (retired.size() > static_cast<size_t>(world->rank() % 3)) retired.pop_front();
     };
     for (int i = 0; i < 50; ++i) cycle();  // warm: allocators and caches settle
     world->barrier().wait();
