@@ -105,6 +105,8 @@ constexpr uint32_t seq_of(uint64_t tag) {
 constexpr uint64_t kCtxMask = static_cast<uint64_t>(kMaxCtx) << 34;
 /// The bits that say which communicator a message belongs to and that it is a collective's.
 constexpr uint64_t kCollectiveOfCtxMask = (static_cast<uint64_t>(kMaxCtx) << 34) | (uint64_t{3} << 32);
+/// The tag of wait notices (Engine::WaitNotice): internal, above every group exchange's payload.
+constexpr uint64_t kWaitNotice = make(0, internal, 0x80000001u);
 /// The communicator-creating split's signature (a collective of its own, past the others).
 constexpr uint32_t kSplitSignature = signature(0xF, DType::u8, ReduceOp::sum);
 constexpr uint64_t collective_base(uint32_t ctx, uint32_t seq, uint32_t signature) {
@@ -114,6 +116,7 @@ constexpr uint64_t collective_base(uint32_t ctx, uint32_t seq, uint32_t signatur
 }  // namespace tags
 
 class WorkState;
+class CommunicatorImpl;
 
 /// Per-process state shared by the world communicator and all its sub-communicators.
 class Engine {
@@ -150,6 +153,10 @@ class Engine {
   /// Why the engine aborted, and the world rank it names (-1: none).
   const std::string& abort_reason() const { return abort_reason_; }
   int abort_peer() const { return abort_peer_; }
+
+  /// This engine's live communicators, for the wait notices of peers (register/unregister).
+  void register_comm(const CommunicatorImpl* c) { live_comms_.push_back(c); }
+  void unregister_comm(const CommunicatorImpl* c) { std::erase(live_comms_, c); }
 
   /// The lowest context id at or above `from` that no live communicator of this engine holds
   /// (tags::kMaxCtx + 1 when none is free). Ids of destroyed communicators return first.
@@ -191,6 +198,35 @@ class Engine {
   bool called_otherwise(WorkState& w, int peer);
   /// The reason check_stranded fails for, or empty.
   std::string stranded_message(uint32_t ctx, uint32_t next_seq, int comm_rank);
+
+  /// What a rank whose collective has waited kNoticeAfter for a peer tells that peer: which call
+  /// it waits in, so the peer finds at once a disagreement that would otherwise end only at the
+  /// deadline (another collective or arguments of the same call; its own wait, in another call,
+  /// for this rank: a deadlock of two ranks that called in different orders).
+  struct WaitNotice {
+    uint64_t identity, args;
+    uint32_t seq, signature;
+    /// Set in the answer to a peer's notice of a call this rank has not made, while this rank
+    /// waits for that peer (in the call above): the peer's call (identity 0: none).
+    uint64_t unmade_identity;
+    uint32_t unmade_seq, unused;
+  };
+  struct NoticeIn {
+    WaitNotice notice{};
+    transport::RequestPtr request;
+  };
+  /// Sends w's wait notice to `peer`, and with it the peer's call `unmade` that this rank has not made.
+  void send_notice(WorkState& w, int peer, const WaitNotice* unmade = nullptr);
+  /// Takes the peers' notices that arrived and judges them; false when one failed a call (and
+  /// aborted the engine). Every kNoticeLook at most, from step_all and start.
+  bool look_at_notices(Clock::time_point now);
+  bool judge_notice(int peer, const WaitNotice& n, Clock::time_point now);
+  std::vector<const CommunicatorImpl*> live_comms_;
+  WorkState* waiting_in_ = nullptr;  // the call this thread waits for (drive)
+  // Declared before transport_ so that the buffers outlive it (the receives stay posted).
+  std::vector<std::unique_ptr<NoticeIn>> notices_in_;  // per world rank, posted on first look
+  std::deque<std::pair<std::unique_ptr<WaitNotice>, transport::RequestPtr>> notices_out_;
+  Clock::time_point next_notice_look_{};
 
   std::shared_ptr<transport::Transport> transport_;
   Config config_;
@@ -270,6 +306,12 @@ class WorkState {
   const char* op;  // a string literal
   uint32_t ctx, seq;
   int comm_rank, comm_size;
+  /// A collective's communicator (CommunicatorImpl::identity), tag signature and arguments'
+  /// digest (counts, root), as a wait notice tells them to the peer it waits for.
+  uint64_t identity = 0, args = 0;
+  uint32_t signature = 0;
+  bool noticed = false;  // a wait notice went to the peer it waits for
+  bool answered = false;  // it told a waiting peer which of its calls this rank has not made
   Status status = Status::pending;
   Clock::time_point deadline;
   std::exception_ptr error;
@@ -285,16 +327,17 @@ class WorkState {
 class CommunicatorImpl {
  public:
   CommunicatorImpl(std::shared_ptr<Engine> engine, std::shared_ptr<const std::vector<int>> members,
-                   int rank, uint32_t ctx);
+                   int rank, uint32_t ctx, uint64_t identity);
   /// Releases the communicator's shared-memory regions in this process.
   ~CommunicatorImpl();
 
   /// A new collective operation of this communicator (consumes a sequence number).
   /// A collective's state; `signature` (tags::signature) goes into its messages' tags.
-  std::shared_ptr<WorkState> new_collective(const char* op, uint32_t signature);
+  /// `args` digests the arguments every rank must pass alike (call_args).
+  std::shared_ptr<WorkState> new_collective(const char* op, uint32_t signature, uint64_t args = 0);
   /// The same for a public collective, signed with its kind, dtype and op.
   std::shared_ptr<WorkState> new_collective(collectives::Collective c, DType dtype,
-                                            ReduceOp op = ReduceOp::sum);
+                                            ReduceOp op = ReduceOp::sum, uint64_t args = 0);
   /// A point-to-point operation (tag from the user, no sequence number).
   std::shared_ptr<WorkState> new_p2p(const char* op, uint32_t user_tag);
   /// Starts it and wraps it in a Work.
@@ -309,6 +352,9 @@ class CommunicatorImpl {
   std::shared_ptr<const std::vector<int>> members;  // world rank of each comm rank
   int rank;
   uint32_t ctx;
+  /// The same on every member and never reused, unlike ctx: derived from the parent's identity
+  /// and the call that created it.
+  uint64_t identity;
   /// Where the members run, when they span hosts (else null).
   std::shared_ptr<const collectives::HostLayout> hosts;
   /// What this communicator's messages take: "shm" where its members all share a host, even

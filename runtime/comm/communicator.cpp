@@ -172,6 +172,20 @@ void check_context_found(uint32_t ctx) {
                             " ids, held by the members between them); destroy some first");
 }
 
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
+
+/// The digest of the arguments every rank passes alike (count or blocks, root) that a wait
+/// notice carries; never 0.
+uint64_t call_args(std::span<const size_t> counts, int64_t root = -1) {
+  uint64_t h = mix(1, static_cast<uint64_t>(root));
+  for (size_t c : counts) h = mix(h, c);
+  return h | 1;
+}
+uint64_t call_args(size_t count, int64_t root = -1) { return call_args(std::span<const size_t>(&count, 1), root); }
+
 uint64_t hash_ranks(std::span<const int> ranks) {
   uint64_t h = 1469598103934665603ull;
   for (int r : ranks) {
@@ -211,31 +225,38 @@ std::string_view members_transport(const Engine& engine, const collectives::Host
 
 CommunicatorImpl::CommunicatorImpl(std::shared_ptr<Engine> engine_,
                                    std::shared_ptr<const std::vector<int>> members_, int rank_,
-                                   uint32_t ctx_)
-    : engine(std::move(engine_)), members(std::move(members_)), rank(rank_), ctx(ctx_),
+                                   uint32_t ctx_, uint64_t identity_)
+    : engine(std::move(engine_)), members(std::move(members_)), rank(rank_), ctx(ctx_), identity(identity_),
       hosts(members_hosts(*engine, *members, (*members)[static_cast<size_t>(rank)])),
-      transport(members_transport(*engine, hosts.get(), members->size())) {}
+      transport(members_transport(*engine, hosts.get(), members->size())) {
+  engine->register_comm(this);
+}
 
 CommunicatorImpl::~CommunicatorImpl() {
+  engine->unregister_comm(this);
   collectives::release_regions(engine->communicator_key(ctx));
   if (ctx != 0) engine->release_context(ctx);
 }
 
-std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op, uint32_t signature) {
+std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op, uint32_t signature, uint64_t args) {
   engine->check_usable();
   engine->check_sequence_room(ctx, seq);
   engine->check_stranded(ctx, seq, rank);
   const uint32_t s = seq++;
-  return seam::detail::make_pooled<WorkState>(
+  auto w = seam::detail::make_pooled<WorkState>(
       engine, op, ctx, s, rank, static_cast<int>(members->size()),
       OpGroup(*engine, members, rank, tags::collective_base(ctx, s, signature), ctx, transport, hosts));
+  w->identity = identity;
+  w->signature = signature;
+  w->args = args;
+  return w;
 }
 
 std::shared_ptr<WorkState> CommunicatorImpl::new_collective(collectives::Collective c, DType dtype,
-                                                            ReduceOp op) {
+                                                            ReduceOp op, uint64_t args) {
   // collective_name gives string literals: NUL-terminated, alive for the whole run.
   return new_collective(collectives::collective_name(c).data(),
-                        tags::signature(static_cast<uint32_t>(c), dtype, op));
+                        tags::signature(static_cast<uint32_t>(c), dtype, op), args);
 }
 
 std::shared_ptr<WorkState> CommunicatorImpl::new_p2p(const char* op, uint32_t user_tag) {
@@ -363,7 +384,7 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
   }
   auto members = std::make_shared<std::vector<int>>(static_cast<size_t>(size));
   std::iota(members->begin(), members->end(), 0);
-  return std::make_shared<Communicator>(std::make_unique<CommunicatorImpl>(engine, members, rank, 0));
+  return std::make_shared<Communicator>(std::make_unique<CommunicatorImpl>(engine, members, rank, 0, 1));
 }
 
 std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
@@ -406,7 +427,8 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
   for (int r : sub) members->push_back((*im.members)[static_cast<size_t>(r)]);
   SEAM_LOG_DEBUG("group: ranks {} -> communicator {} (rank {} of {}; id agreed in {} exchanges)", sub.size(),
                  ctx, pos, sub.size(), rounds);
-  return std::make_shared<Communicator>(std::make_unique<CommunicatorImpl>(im.engine, members, static_cast<int>(pos), ctx));
+  return std::make_shared<Communicator>(std::make_unique<CommunicatorImpl>(im.engine, members, static_cast<int>(pos), ctx,
+                                                                          mix(mix(im.identity, h), count)));
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key) {
@@ -436,7 +458,8 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   }
   SEAM_LOG_DEBUG("split: color {} key {} -> communicator {} (rank {} of {}; id agreed in {} exchanges)", color,
                  key, ctx, my, members->size(), rounds);
-  return std::make_shared<Communicator>(std::make_unique<CommunicatorImpl>(im.engine, members, my, ctx));
+  return std::make_shared<Communicator>(std::make_unique<CommunicatorImpl>(im.engine, members, my, ctx,
+                                                                          mix(mix(im.identity, w->seq), static_cast<uint64_t>(color))));
 }
 
 // ---- operations -----------------------------------------------------------------------------
@@ -466,7 +489,7 @@ Work Communicator::all_reduce(const void* send, void* recv, size_t count, DType 
   collectives::check_buffer(name, "the send buffer", send, bytes);
   collectives::check_buffer(name, "the receive buffer", recv, bytes);
   collectives::check_overlap(name, send, bytes, recv, bytes, 0);
-  auto w = impl_->new_collective(collectives::Collective::all_reduce, dtype, op);
+  auto w = impl_->new_collective(collectives::Collective::all_reduce, dtype, op, call_args(count));
   w->task = collectives::all_reduce(w->group, send, recv, count, dtype, op);
   return impl_->launch(std::move(w));
 }
@@ -482,7 +505,7 @@ Work Communicator::reduce_scatter(const void* send, void* recv, size_t recv_coun
   collectives::check_buffer(name, "the receive buffer", recv, recv_bytes);
   collectives::check_overlap(name, send, send_bytes, recv, recv_bytes,
                              -static_cast<std::ptrdiff_t>(recv_bytes) * rank());
-  auto w = impl_->new_collective(collectives::Collective::reduce_scatter, dtype, op);
+  auto w = impl_->new_collective(collectives::Collective::reduce_scatter, dtype, op, call_args(recv_count));
   w->task = collectives::reduce_scatter(w->group, send, recv, recv_count, dtype, op);
   return impl_->launch(std::move(w));
 }
@@ -499,7 +522,7 @@ Work Communicator::reduce_scatterv(const void* send, void* recv, std::span<const
   collectives::check_buffer(name, "the send buffer", send, send_bytes);
   collectives::check_buffer(name, "the receive buffer", recv, recv_bytes);
   collectives::check_overlap(name, send, send_bytes, recv, recv_bytes, -bytes_before(counts, rank(), dtype));
-  auto w = impl_->new_collective(collectives::Collective::reduce_scatterv, dtype, op);
+  auto w = impl_->new_collective(collectives::Collective::reduce_scatterv, dtype, op, call_args(counts));
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::reduce_scatterv(w->group, send, recv, w->counts, dtype, op);
   return impl_->launch(std::move(w));
@@ -514,7 +537,7 @@ Work Communicator::all_gather(const void* send, void* recv, size_t send_count, D
   collectives::check_buffer(name, "the receive buffer", recv, recv_bytes);
   collectives::check_overlap(name, send, send_bytes, recv, recv_bytes,
                              static_cast<std::ptrdiff_t>(send_bytes) * rank());
-  auto w = impl_->new_collective(collectives::Collective::all_gather, dtype);
+  auto w = impl_->new_collective(collectives::Collective::all_gather, dtype, ReduceOp::sum, call_args(send_count));
   w->task = collectives::all_gather(w->group, send, recv, send_count, dtype);
   return impl_->launch(std::move(w));
 }
@@ -528,7 +551,7 @@ Work Communicator::all_gatherv(const void* send, void* recv, std::span<const siz
   collectives::check_buffer(name, "the send buffer", send, send_bytes);
   collectives::check_buffer(name, "the receive buffer", recv, recv_bytes);
   collectives::check_overlap(name, send, send_bytes, recv, recv_bytes, bytes_before(counts, rank(), dtype));
-  auto w = impl_->new_collective(collectives::Collective::all_gatherv, dtype);
+  auto w = impl_->new_collective(collectives::Collective::all_gatherv, dtype, ReduceOp::sum, call_args(counts));
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::all_gatherv(w->group, send, recv, w->counts, dtype);
   return impl_->launch(std::move(w));
@@ -538,7 +561,7 @@ Work Communicator::broadcast(void* buffer, size_t count, DType dtype, int root) 
   check_rank("broadcast", "root", size(), root);
   collectives::check_dtype("broadcast", dtype);
   collectives::check_buffer("broadcast", "the buffer", buffer, collectives::checked_bytes("broadcast", count, dtype));
-  auto w = impl_->new_collective(collectives::Collective::broadcast, dtype);
+  auto w = impl_->new_collective(collectives::Collective::broadcast, dtype, ReduceOp::sum, call_args(count, root));
   w->task = collectives::broadcast(w->group, buffer, count, dtype, root);
   return impl_->launch(std::move(w));
 }
@@ -550,14 +573,14 @@ Work Communicator::scatterv(const void* send, void* recv, std::span<const size_t
   const size_t total_bytes = collectives::checked_total_bytes("scatterv", counts, dtype);
   if (rank() == root) collectives::check_buffer("scatterv", "the root's send buffer", send, total_bytes);
   collectives::check_buffer("scatterv", "the receive buffer", recv, counts[static_cast<size_t>(rank())] * dtype_size(dtype));
-  auto w = impl_->new_collective(collectives::Collective::scatterv, dtype);
+  auto w = impl_->new_collective(collectives::Collective::scatterv, dtype, ReduceOp::sum, call_args(counts, root));
   w->counts.assign(counts.begin(), counts.end());
   w->task = collectives::scatterv(w->group, send, recv, w->counts, dtype, root);
   return impl_->launch(std::move(w));
 }
 
 Work Communicator::barrier() {
-  auto w = impl_->new_collective(collectives::Collective::barrier, DType::u8);
+  auto w = impl_->new_collective(collectives::Collective::barrier, DType::u8, ReduceOp::sum, call_args(0));
   w->task = collectives::barrier(w->group);
   return impl_->launch(std::move(w));
 }

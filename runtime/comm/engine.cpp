@@ -76,9 +76,88 @@ uint32_t Engine::free_context_from(uint32_t from) {
   return tags::kMaxCtx + 1;
 }
 
+namespace {
+/// How long a collective waits for a peer before telling it (Engine::WaitNotice), and how often
+/// a rank looks at the notices that arrived: a disagreement ends within tens of milliseconds.
+constexpr auto kNoticeAfter = std::chrono::milliseconds(10);
+constexpr auto kNoticeLook = std::chrono::milliseconds(5);
+}  // namespace
+
+void Engine::send_notice(WorkState& w, int peer, const WaitNotice* unmade) {
+  w.noticed = true;
+  while (!notices_out_.empty() && notices_out_.front().second->finished()) notices_out_.pop_front();
+  auto n = std::make_unique<WaitNotice>(WaitNotice{w.identity, w.args, w.seq, w.signature,
+                                                   unmade ? unmade->identity : 0, unmade ? unmade->seq : 0, 0});
+  auto request = transport_->isend(peer, tags::kWaitNotice, n.get(), sizeof(WaitNotice));
+  notices_out_.emplace_back(std::move(n), std::move(request));
+}
+
+bool Engine::look_at_notices(Clock::time_point now) {
+  if (now < next_notice_look_) return true;
+  next_notice_look_ = now + kNoticeLook;
+  const int me = transport_->rank();
+  if (notices_in_.empty()) {
+    notices_in_.resize(static_cast<size_t>(transport_->size()));
+    for (int p = 0; p < transport_->size(); ++p) {
+      if (p == me) continue;
+      auto& slot = notices_in_[static_cast<size_t>(p)];
+      slot = std::make_unique<NoticeIn>();
+      slot->request = transport_->irecv(p, tags::kWaitNotice, &slot->notice, sizeof(WaitNotice));
+    }
+  }
+  for (int p = 0; p < transport_->size(); ++p) {
+    auto& slot = notices_in_[static_cast<size_t>(p)];
+    if (!slot || !slot->request->done()) continue;  // a failed one: the peer is lost, found elsewhere
+    const WaitNotice n = slot->notice;
+    slot->request = transport_->irecv(p, tags::kWaitNotice, &slot->notice, sizeof(WaitNotice));
+    if (!judge_notice(p, n, now)) return false;
+  }
+  return true;
+}
+
+bool Engine::judge_notice(int peer, const WaitNotice& n, Clock::time_point /*now*/) {
+  const CommunicatorImpl* comm = nullptr;
+  for (const auto* c : live_comms_)
+    if (c->identity == n.identity) comm = c;
+  if (!comm) return true;  // destroyed here since: the notice is stale
+  for (auto& o : outstanding_) {
+    WorkState& w = *o;
+    if (w.status != WorkState::Status::pending || w.identity != n.identity || w.seq != n.seq) continue;
+    if (w.signature == n.signature && w.args == n.args) return true;  // the same call: the peer waits on another
+    const std::string msg =
+        "seam: " + describe(w) + ": rank " + std::to_string(peer) + " called " + describe_signature(n.signature) +
+        (w.signature == n.signature ? " with other arguments (count, root or blocks) than this rank"
+                                    : ", this rank " + describe_signature(w.signature));
+    fail(w, std::make_exception_ptr(MismatchError(msg, true)));
+    return false;
+  }
+  if (static_cast<int32_t>(n.seq - comm->seq) < 0) return true;  // made and done here: the peer's ends soon
+  // The peer waits in a call this rank has not made. Where this rank waits for the peer in
+  // another call, it tells the peer so; where the peer has not made that one either, neither
+  // can go on (a thread waits in one call at a time): the peer that learns it fails the call.
+  WorkState* w = waiting_in_;
+  if (!w || w->status != WorkState::Status::pending || !w->task.valid() || w->blocking_peer() != peer) return true;
+  if (n.unmade_identity == w->identity && n.unmade_seq == w->seq) {
+    const std::string msg = "seam: " + describe(*w) + ": rank " + std::to_string(peer) +
+                            " waits for this rank in " + describe_signature(n.signature) + " (operation #" +
+                            std::to_string(n.seq) + " of communicator " + std::to_string(comm->ctx) +
+                            "), which this rank has not called, and has not called this one: the ranks called "
+                            "their collectives in different orders (a deadlock)";
+    fail(*w, std::make_exception_ptr(MismatchError(msg, true)));
+    return false;
+  }
+  if (!w->answered && w->identity) {
+    w->answered = true;
+    send_notice(*w, peer, &n);
+  }
+  return true;
+}
+
 void Engine::start(const std::shared_ptr<WorkState>& w) {
+  const auto now = coarse_now();
+  look_at_notices(now);  // also where this rank never waits: the peers' notices are taken
   check_usable();
-  w->deadline = coarse_now() + std::chrono::milliseconds(config_.timeout_ms);
+  w->deadline = now + std::chrono::milliseconds(config_.timeout_ms);
   // Post the first messages now, so communication starts before anyone waits.
   try {
     if (w->step()) w->status = WorkState::Status::done;
@@ -169,6 +248,7 @@ void Engine::step_all() {
   const auto now = coarse_now();
   const bool check_peers = now - last_liveness_check_ >= std::chrono::milliseconds(5);
   if (check_peers) last_liveness_check_ = now;
+  if (!look_at_notices(now)) return;  // aborted: outstanding_ is empty now
   for (auto& o : outstanding_) {
     WorkState& w = *o;
     if (w.status != WorkState::Status::pending) continue;
@@ -198,6 +278,9 @@ void Engine::step_all() {
         return;  // aborted: outstanding_ is empty now
       }
       if (m >= 0 && m != transport_->rank() && called_otherwise(w, m)) return;
+      if (m >= 0 && m != transport_->rank() && !w.noticed && w.identity &&
+          now - (w.deadline - std::chrono::milliseconds(config_.timeout_ms)) >= kNoticeAfter)
+        send_notice(w, m);
       if (m >= 0 && tags::is_collective(w.group.tag_base())) {
         // A blocked call looks for the messages of earlier calls that no receive took.
         std::string stranded = stranded_message(w.ctx, w.seq, w.comm_rank);
@@ -333,6 +416,11 @@ void Engine::look_again(WorkState& w) {
 
 void Engine::drive(WorkState& w) {
   if (w.status != WorkState::Status::pending) return;
+  struct WaitingIn {
+    WorkState*& slot;
+    WorkState* before;
+    ~WaitingIn() { slot = before; }
+  } waiting_in{waiting_in_, std::exchange(waiting_in_, &w)};
   const auto spin = spin_.current();
   // The spin window opens at the first look that leaves the operation pending (most short ones
   // end at it: no clock read then).
