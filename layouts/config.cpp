@@ -79,8 +79,11 @@ Config Config::from_env() {
     throw ValueError("SEAM_CUDA_WORKSPACE_MB must be 1 to 4096, got " + std::to_string(c.cuda_workspace_mb));
   c.cuda_peer = env_string("SEAM_CUDA_PEER", c.cuda_peer);
   c.cuda_norm = env_string("SEAM_CUDA_NORM", c.cuda_norm);
-  if (c.cuda_norm != "shared" && c.cuda_norm != "registers")
-    throw ValueError("SEAM_CUDA_NORM must be shared or registers, got '" + c.cuda_norm + "'");
+  if (c.cuda_norm != "shared" && c.cuda_norm != "registers" && c.cuda_norm != "streaming")
+    throw ValueError("SEAM_CUDA_NORM must be shared, registers or streaming, got '" + c.cuda_norm + "'");
+  c.cuda_norm_pdl = static_cast<int>(env_int("SEAM_CUDA_NORM_PDL", c.cuda_norm_pdl));
+  if (c.cuda_norm_pdl != 0 && c.cuda_norm_pdl != 1)
+    throw ValueError("SEAM_CUDA_NORM_PDL must be 0 or 1, got " + std::to_string(c.cuda_norm_pdl));
   c.cuda_norm_threads = static_cast<int>(env_int("SEAM_CUDA_NORM_THREADS", c.cuda_norm_threads));
   if (c.cuda_norm_threads != 0 && (c.cuda_norm_threads < 32 || c.cuda_norm_threads > 1024))
     throw ValueError("SEAM_CUDA_NORM_THREADS must be 0 or 32 to 1024, got " + std::to_string(c.cuda_norm_threads));
@@ -125,6 +128,7 @@ std::vector<std::string> Config::describe() const {
       "SEAM_CUDA_PEER=" + cuda_peer,
       "SEAM_CUDA_NORM=" + cuda_norm,
       "SEAM_CUDA_NORM_THREADS=" + (cuda_norm_threads ? std::to_string(cuda_norm_threads) : std::string("0 (by rows)")),
+      "SEAM_CUDA_NORM_PDL=" + std::to_string(cuda_norm_pdl),
   };
 }
 

@@ -12,6 +12,8 @@ template <class Io, bool kFp8, bool kPacked>
 __global__ void norm_rows(device::RowArgs<Io> a, int64_t rows, typename Io::T* out, int64_t out_stride,
                           __nv_fp8_e4m3* q, int64_t q_stride, float* scales) {
   extern __shared__ float row[];
+  device::wait_for_previous_kernel();
+  device::let_next_kernel_launch();
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float inv = kPacked ? device::sum_row_packed(a, r, row) : device::sum_row(a, r, row);
     if constexpr (kFp8) {
@@ -31,6 +33,8 @@ __global__ void norm_rows(device::RowArgs<Io> a, int64_t rows, typename Io::T* o
 template <class Io, int K, bool kFp8>
 __global__ void __launch_bounds__(device::max_register_threads(K)) norm_rows_registers(device::RowArgs<Io> a, int64_t rows, typename Io::T* out, int64_t out_stride,
                                     __nv_fp8_e4m3* q, int64_t q_stride, float* scales) {
+  device::wait_for_previous_kernel();
+  device::let_next_kernel_launch();
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x)
     device::norm_row_registers<Io, K, kFp8>(a, r, kFp8 ? nullptr : out + r * out_stride,
                                             kFp8 ? q + r * q_stride : nullptr, kFp8 ? scales + r : nullptr);
@@ -53,10 +57,10 @@ cudaError_t launch_norm(const Tensor& x, const Tensor* residual, const Tensor* e
       const auto a = launch::row_args<Io>(x, residual, extra, norm);
       const int blocks = static_cast<int>(std::min<int64_t>(x.rows, 65535));
       return launch::dispatch_packs(k, [&](auto kc) {
-        norm_rows_registers<Io, decltype(kc)::value, kFp8><<<blocks, register_threads, 0, stream>>>(
-            a, x.rows, kFp8 ? nullptr : static_cast<typename Io::T*>(out.data), out.row_stride,
-            kFp8 ? static_cast<__nv_fp8_e4m3*>(out.data) : nullptr, out.row_stride, scales);
-        return cudaGetLastError();
+        return launch::launch_rows(norm_rows_registers<Io, decltype(kc)::value, kFp8>, blocks, register_threads, 0,
+                                   stream, a, x.rows, kFp8 ? nullptr : static_cast<typename Io::T*>(out.data),
+                                   out.row_stride, kFp8 ? static_cast<__nv_fp8_e4m3*>(out.data) : nullptr,
+                                   out.row_stride, scales);
       });
     }
     auto kernel = packed ? norm_rows<Io, kFp8, true> : norm_rows<Io, kFp8, false>;
@@ -65,10 +69,9 @@ cudaError_t launch_norm(const Tensor& x, const Tensor* residual, const Tensor* e
     const auto a = launch::row_args<Io>(x, residual, extra, norm);
     const int blocks = static_cast<int>(std::min<int64_t>(x.rows, 65535));
     const int threads = launch::threads_for(x.cols, packed ? device::kPack<Io> : 1);
-    kernel<<<blocks, threads, shared, stream>>>(
-        a, x.rows, kFp8 ? nullptr : static_cast<typename Io::T*>(out.data), out.row_stride,
-        kFp8 ? static_cast<__nv_fp8_e4m3*>(out.data) : nullptr, out.row_stride, scales);
-    return cudaGetLastError();
+    return launch::launch_rows(kernel, blocks, threads, shared, stream, a, x.rows,
+                               kFp8 ? nullptr : static_cast<typename Io::T*>(out.data), out.row_stride,
+                               kFp8 ? static_cast<__nv_fp8_e4m3*>(out.data) : nullptr, out.row_stride, scales);
   });
 }
 

@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/cuda/norm_device.cuh"
 #include "kernels/norm/rms_norm.h"
@@ -55,6 +56,7 @@ device::RowArgs<Io> row_args(const Tensor& first, const Tensor* residual, const 
   a.weight = norm.weight;
   a.weight_dtype = weight_code(norm.weight_dtype);
   a.gemma = norm.form == NormWeight::gemma;
+  a.streaming = Config::get().cuda_norm == "streaming";
   a.eps = norm.eps;
   a.cols = first.cols;
   a.stride = first.row_stride;
@@ -85,7 +87,29 @@ inline int threads_for(int64_t cols, int64_t per_thread = 1) {
 /// SEAM_CUDA_NORM_THREADS (threads a row for every call, 0 = by rows) and SEAM_CUDA_NORM (rows in
 /// registers only with "registers"), from the process's configuration.
 inline int64_t threads_override() { return Config::get().cuda_norm_threads; }
-inline bool shared_rows_forced() { return Config::get().cuda_norm != "registers"; }
+inline bool shared_rows_forced() { return Config::get().cuda_norm == "shared"; }
+
+/// Launches a norm kernel, as a programmatic dependent of the stream's previous kernel where
+/// SEAM_CUDA_NORM_PDL is 1 (the kernels wait for it before touching memory).
+template <class... Params, class... Args>
+cudaError_t launch_rows(void (*kernel)(Params...), int blocks, int threads, size_t shared, cudaStream_t stream,
+                        Args&&... args) {
+  if (!Config::get().cuda_norm_pdl) {
+    kernel<<<blocks, threads, shared, stream>>>(std::forward<Args>(args)...);
+    return cudaGetLastError();
+  }
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(static_cast<unsigned>(threads));
+  config.dynamicSmemBytes = shared;
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
 
 /// The register-resident row's shape (norm_row_registers) for a call of `rows` rows: K packs per
 /// thread and T threads (at most max_register_threads(K)); false where the row does not fit.

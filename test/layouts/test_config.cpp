@@ -112,6 +112,12 @@ TEST_CASE("device settings: defaults, accepted values, refusals naming the varia
     CHECK(Config::from_env().cuda_norm == "registers");
     CHECK(Config::from_env().cuda_norm_threads == 256);
   }
+  {
+    ScopedEnv e("SEAM_CUDA_NORM", "streaming");
+    ScopedEnv p("SEAM_CUDA_NORM_PDL", "1");
+    CHECK(Config::from_env().cuda_norm == "streaming");
+    CHECK(Config::from_env().cuda_norm_pdl == 1);
+  }
   for (const char* taken : {"one_shot", "two_shot"}) {
     ScopedEnv e("SEAM_CUDA_ALGO", taken);
     CHECK(Config::from_env().cuda_algorithm == taken);
@@ -130,7 +136,8 @@ TEST_CASE("device settings: defaults, accepted values, refusals naming the varia
                                                          {"SEAM_CUDA_PEER", "on"},
                                                          {"SEAM_CUDA_NORM", "auto"},
                                                          {"SEAM_CUDA_NORM_THREADS", "16"},
-                                                         {"SEAM_CUDA_NORM_THREADS", "2048"}};
+                                                         {"SEAM_CUDA_NORM_THREADS", "2048"},
+                                                         {"SEAM_CUDA_NORM_PDL", "2"}};
   for (const auto& [name, value] : refused) {
     CAPTURE(std::string(name));
     ScopedEnv e(name, value);
