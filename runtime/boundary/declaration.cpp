@@ -1,5 +1,7 @@
 #include "runtime/boundary/declaration.h"
 
+#include <vector>
+
 #include "layouts/errors.h"
 
 namespace seam::boundary {
@@ -45,6 +47,22 @@ StageDeclaration StageDeclaration::as_terminal() const {
   return out;
 }
 
+StageDeclaration StageDeclaration::before_pipeline_cut() const {
+  // Attention stages leave the residual where the FFN before them put it, so that FFN's rows cross.
+  // A loop, not recursion: a run of mixers may be tens of thousands of stages long.
+  std::vector<const StageDeclaration*> run;  // this, then each attention stage upstream
+  const StageDeclaration* d = this;
+  while (d->kind == StageKind::ATTENTION) {
+    run.push_back(d);
+    d = d->previous();
+    if (!d) return *this;
+  }
+  StageDeclaration marked = *d;
+  marked.hands_off_to_pipeline = true;
+  for (auto it = run.rbegin(); it != run.rend(); ++it) marked = (*it)->with_previous(marked);
+  return marked;
+}
+
 std::optional<HandoffRows> StageDeclaration::exit_rows() const {
   if (handoff_rows) return handoff_rows;
   if (kind == StageKind::FFN && !sparse && next_sparse) return HandoffRows::TBO_SPLIT;
@@ -56,7 +74,8 @@ bool same_fields(const StageDeclaration& a, const StageDeclaration& b) {
   return a.kind == b.kind && a.read == b.read && a.update == b.update && a.reduction == b.reduction &&
          a.sparse == b.sparse && a.next_sparse == b.next_sparse && a.gathers_tp_input == b.gathers_tp_input &&
          a.dense_tp_size == b.dense_tp_size && a.handoff_rows == b.handoff_rows &&
-         a.output_transform == b.output_transform && a.terminal == b.terminal && a.source == b.source;
+         a.output_transform == b.output_transform && a.terminal == b.terminal &&
+         a.hands_off_to_pipeline == b.hands_off_to_pipeline && a.source == b.source;
 }
 }  // namespace
 

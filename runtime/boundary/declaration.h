@@ -101,6 +101,9 @@ struct StageDeclaration {
   std::optional<HandoffRows> handoff_rows;    ///< nullopt: derived from (sparse, next_sparse)
   std::optional<OutputTransform> output_transform;
   bool terminal = false;          ///< ends the model's layer stack
+  /// FFN: its rows cross to the next pipeline rank — its output, or the residual it leaves under the
+  /// attention stages that end the partition (they keep the residual where it arrived).
+  bool hands_off_to_pipeline = false;
   Source source = Source::UNSET;
   std::shared_ptr<const StageDeclaration> source_decl;  ///< for PREVIOUS / PREPARED_FROM
 
@@ -112,6 +115,11 @@ struct StageDeclaration {
   StageDeclaration with_prepared_from(const StageDeclaration& source) const;
   /// This declaration ending the model's layer stack.
   StageDeclaration as_terminal() const;
+  /// This declaration (connected) as the last stage before a pipeline cut: the FFN whose rows cross
+  /// the cut — this one, or the nearest before the attention stages ending here — hands off to the
+  /// next pipeline rank. Unchanged when no FFN precedes them. The sending rank's make_stages and the
+  /// receiving rank's `previous` both describe the cut this way, so both resolve the same rows.
+  StageDeclaration before_pipeline_cut() const;
 
   /// The producer declaration (PREVIOUS), else nullptr.
   const StageDeclaration* previous() const { return source == Source::PREVIOUS ? source_decl.get() : nullptr; }

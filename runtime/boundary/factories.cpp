@@ -44,6 +44,12 @@ std::vector<StageBoundary> make_stages(const PlanContext& ctx, std::vector<Stage
     if (i + 1 == stages.size() && n.terminal) connected = connected.as_terminal();
     decls.push_back(std::move(connected));
   }
+  if (n.hands_off_to_pipeline) {
+    if (n.terminal) throw ValueError("a terminal stage ends the layer stack: it hands off to no pipeline rank");
+    decls.back() = decls.back().before_pipeline_cut();
+    // The stages before it take their declarations from the marked chain.
+    for (size_t i = decls.size() - 1; i > 0; --i) decls[i - 1] = *decls[i].previous();
+  }
   std::vector<std::shared_ptr<StagePlan>> plans;
   plans.reserve(stages.size());
   // Each stage resolves what reaches it from its producer's memoised arrival: linear in a run of

@@ -22,11 +22,14 @@ struct StageSpec {
 /// The sequence's outside: the producer before the first stage (nullopt: the stack starts here),
 /// the consumer after the last, whether the last stage ends the model's stack, and — instead of
 /// `previous` — the stage whose already-read input a branch reuses.
+/// `hands_off_to_pipeline`: a pipeline cut follows the last stage (the partition ends before the
+/// stack does); the receiving rank passes `previous` through StageDeclaration::before_pipeline_cut().
 struct StageNeighbours {
   std::optional<StageDeclaration> previous = std::nullopt;
   std::optional<StageDeclaration> following = std::nullopt;
   bool terminal = false;
   std::optional<StageDeclaration> prepared_from = std::nullopt;
+  bool hands_off_to_pipeline = false;
 };
 
 /// Builds one StageBoundary per spec, in order.

@@ -124,10 +124,11 @@ ResolvedStage resolve_ffn(const PlanContext& ctx, BatchVariant v, const StageDec
     r.output.leaves_for_reduce_scatterv = group && use_rsv && p.may_leave;
     r.residual = r.handed_on = rows.attention;
   }
-  // Handoff rows: a dense layer before a TBO split must already be back on attention rows.
+  // Handoff rows: a dense layer before a TBO split must already be back on attention rows, and an
+  // FFN handing off to another pipeline rank always returns them (§3.5), as the last layer does.
   const auto exit_rows = d.exit_rows();
   const bool hands_attention_rows =
-      exit_rows == HandoffRows::ATTENTION ||
+      d.hands_off_to_pipeline || exit_rows == HandoffRows::ATTENTION ||
       (exit_rows == HandoffRows::TBO_SPLIT && t.dense_ffn_fully_dp() && t.two_batch_overlap);
   if (hands_attention_rows && v != BatchVariant::SEQUENCE_PARALLEL) r.handed_on = rows.attention;
   return r;

@@ -150,7 +150,7 @@ seam_add_sim_test(tp2_dp2_auto_AE_bf16 NP 2 ARGS --tp 2 --attn-dp 2 --policy aut
 # Dense FFNs fully data-parallel (--dense-tp 1): the FFN input completes the attention-TP sum with a
 # reduce-scatter onto this rank's slice (#4), the residual stays on slices, the next attention
 # gathers its read input back over attention TP and the last FFN writes and gathers at its exit
-# (#14); across a pipeline cut the residual travels on its slice beside full-row hidden states.
+# (#14); an FFN whose rows cross a pipeline cut gathers back at its exit too (§3.5).
 seam_add_sim_test(tp2_ar_AF_dense_dp NP 2 DEVICE ARGS --tp 2 --dense-tp 1 --policy ar --pattern AF --layers 2 --tokens 5
   EXPECT "ATTN_TP reduce_scatter onto slice, residual attention-TP slice.*input attention-TP gather.*attention-TP gather at exit")
 seam_add_sim_test(tp2_pp2_ar_AF_dense_dp_bf16 NP 4 ARGS --tp 2 --pp 2 --dense-tp 1 --policy ar --pattern AF --layers 3 --tokens 3 --dtype bf16
@@ -261,13 +261,26 @@ seam_add_sim_test(tp4_dp2_rs+rsv_AFAE_dense_dp_tbo_split NP 4 ARGS --tp 4 --attn
   EXPECT "# tbo: split before L2 A \\(after L1 F's TBO_SPLIT handoff\\): layer input \\{ATTN_DP\\} -> keep; merge after L7 E")
 seam_add_sim_test(tp2_pp2_ar_AFAE_dense_dp_tbo_split NP 4 ARGS --tp 2 --pp 2 --dense-tp 1 --policy ar --pattern AFAE --tokens 5 --microbatches 2
   EXPECT "# tbo: whole batch \\(the split is in a later partition\\)[^#]*# pipeline stage 1[^#]*# tbo: split before L2 A")
-# A pipeline cut right after an attention that follows a dense FFN on slices leaves the residual on
-# its attention-TP slice beside full-row hidden states: a token-range merge / split cannot cut that
-# (split_microbatches / merge_microbatches refuse it), so the simulator refuses it up front.
-add_test(NAME sim_rejects_tbo_dense_dp_cut_after_attention
-  COMMAND ${SEAM_SIM_MPIRUN} -n 4 $<TARGET_FILE:seam_decoder_sim> --hidden 32 --tp 2 --pp 2 --dense-tp 1 --policy ar --pattern AF --layers 3 --tokens 5 --microbatches 2)
-set_tests_properties(sim_rejects_tbo_dense_dp_cut_after_attention PROPERTIES TIMEOUT 60 LABELS mpi
-  PASS_REGULAR_EXPRESSION "the simulator merges attention rows only, and L2 A hands on \\{\\} with the residual on \\{ATTN_TP_SCATTER\\}")
+# §3.5: an FFN handing off to another pipeline rank returns attention rows — under --dense-tp 1 it
+# updates its residual slice and gathers back at its exit (§2.6 row 14), and the receiver reads the
+# stream as written. Where the cut comes after the attention stages that follow it, that FFN still
+# hands attention rows on (they keep the residual where it put it), so the residual crosses the cut
+# on attention rows beside the attention partial and two-batch overlap splits and merges them on
+# both sides.
+seam_add_sim_test(tp2_pp2_ar_AF_dense_dp_pp_handoff NP 4 DEVICE ARGS --tp 2 --pp 2 --dense-tp 1 --policy ar --pattern AF --layers 2 --tokens 5
+  EXPECT "L1 F [^#]*ffn->attn \\[ORDINARY\\]: complete \\(no sum\\), update into residual slice, attention-TP gather at exit[^#]*# pipeline stage 1")
+seam_add_sim_test(tp4_dp2_pp2_rs_AF_dense_dp_pp_handoff NP 8 ARGS --tp 4 --attn-dp 2 --pp 2 --dense-tp 1 --policy rs --pattern AF --layers 2 --tokens 6,3
+  EXPECT "L1 F [^#]*ffn->attn \\[ORDINARY\\]: complete \\(no sum\\), update into residual slice, attention-TP gather at exit[^#]*# pipeline stage 1")
+seam_add_sim_test(tp2_pp2_ar_AF_dense_dp_pp_handoff_tbo NP 4 ARGS --tp 2 --pp 2 --dense-tp 1 --policy ar --pattern AF --layers 2 --tokens 5 --microbatches 2
+  EXPECT "attention-TP gather at exit[^#]*# tbo: split before L0 A: layer input \\{\\} -> keep; merge after L1 F[^#]*# pipeline stage 1[^#]*# tbo: split before L2 A: layer input \\{\\} -> keep")
+seam_add_sim_test(tp2_pp2_ar_AF_dense_dp_tbo_cut_after_attention NP 4 DEVICE ARGS --tp 2 --pp 2 --dense-tp 1 --policy ar --pattern AF --layers 3 --tokens 5 --microbatches 2
+  EXPECT "L1 F [^#]*attention-TP gather at exit[^#]*# tbo: split before L0 A: layer input \\{\\} -> keep; merge after L2 A[^#]*# pipeline stage 1[^#]*# tbo: split before L3 F: layer input \\{\\} -> keep")
+seam_add_sim_test(tp4_dp2_pp2_rs+rsv_AF_dense_dp_tbo_cut_after_attention NP 8 ARGS --tp 4 --attn-dp 2 --pp 2 --dense-tp 1 --policy rs+rsv --pattern AF --layers 3 --tokens 6,3 --microbatches 2
+  EXPECT "L1 F [^#]*attention-TP gather at exit[^#]*# tbo: split before L0 A: layer input \\{ATTN_DP\\} -> keep; merge after L2 A[^#]*# pipeline stage 1[^#]*# tbo: split before L3 F: layer input \\{ATTN_DP\\} -> keep")
+seam_add_sim_test(tp1_pp2_ar_AF_tbo_cut_after_attention NP 2 ARGS --tp 1 --pp 2 --policy ar --pattern AF --layers 3 --tokens 5 --microbatches 2
+  EXPECT "# tbo: split before L0 A: layer input \\{\\} -> keep; merge after L2 A[^#]*# pipeline stage 1[^#]*# tbo: split before L3 F: layer input \\{\\} -> keep")
+seam_add_sim_test(tp2_pp4_ar_AF_dense_dp_tbo_cuts_bf16 NP 8 ARGS --tp 2 --pp 4 --dense-tp 1 --policy ar --pattern AF --layers 3 --tokens 5 --microbatches 2 --dtype bf16
+  EXPECT "# tbo: split before L1 F: layer input \\{\\} -> keep; merge after L2 A[^#]*# pipeline stage 2[^#]*# tbo: split before L3 F")
 # ... on INPUT_SCATTERED batches: the split comes before the stack entry's TP sum, so each
 # microbatch's first attention reduce-scatters its own rows of the vocab-parallel partial.
 seam_add_sim_test(tp2_rs_AF_input_scattered_tbo NP 2 ARGS --tp 2 --input-scattered --policy rs --pattern AF --layers 2 --tokens 5 --microbatches 2

@@ -50,9 +50,13 @@ std::vector<std::vector<StageBoundary>> build_partitions(const PlanContext& ctx,
   if (pp < 1 || pp > n) throw ValueError("--pp: must be between 1 and the number of stages (" + std::to_string(n) + ")");
   // The neighbours a rank is told about are the connected declarations of the stages around it,
   // exactly what the engine would pass; connect the whole stack once to get them.
+  // Each cut marks the FFN whose rows cross it, as both ranks beside the cut describe it.
   std::vector<StageDeclaration> connected;
-  for (int i = 0; i < n; ++i)
-    connected.push_back(i == 0 ? decls[0].entering_stack() : decls[i].with_previous(connected.back()));
+  for (int r = 0; r < pp; ++r)
+    for (int i = static_cast<int>(int64_t{n} * r / pp), end = static_cast<int>(int64_t{n} * (r + 1) / pp); i < end; ++i) {
+      connected.push_back(i == 0 ? decls[0].entering_stack() : decls[i].with_previous(connected.back()));
+      if (i + 1 == end && r + 1 < pp) connected.back() = connected.back().before_pipeline_cut();
+    }
 
   std::vector<std::vector<StageBoundary>> partitions;
   for (int r = 0; r < pp; ++r) {
@@ -63,6 +67,7 @@ std::vector<std::vector<StageBoundary>> build_partitions(const PlanContext& ctx,
     if (begin > 0) around.previous = connected[begin - 1];
     if (end < n) around.following = decls[end].with_previous(connected[end - 1]);
     around.terminal = end == n;
+    around.hands_off_to_pipeline = end < n;
     partitions.push_back(make_stages(ctx, std::move(specs), around));
   }
   return partitions;

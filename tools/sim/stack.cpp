@@ -19,14 +19,19 @@ SimStack::SimStack(const Model& model, const PlanContext& ctx, int pp, int pp_ra
   for (int64_t i = 0; i < n && after_tbo_split_ == 0; ++i)
     if (decls[static_cast<size_t>(i)].exit_rows() == HandoffRows::TBO_SPLIT) after_tbo_split_ = i + 1;
 
-  // The neighbours' declarations, connected as the ranks before and after connect them.
+  // The neighbours' declarations, connected as the ranks before and after connect them: each cut
+  // marks the FFN whose rows cross it.
   std::vector<StageDeclaration> connected;
-  for (int64_t i = 0; i < n; ++i)
-    connected.push_back(i == 0 ? decls[0].entering_stack() : decls[static_cast<size_t>(i)].with_previous(connected.back()));
+  for (int r = 0; r < pp; ++r)
+    for (int64_t s = n * r / pp, end = n * (r + 1) / pp; s < end; ++s) {
+      connected.push_back(s == 0 ? decls[0].entering_stack() : decls[static_cast<size_t>(s)].with_previous(connected.back()));
+      if (s + 1 == end && r + 1 < pp) connected.back() = connected.back().before_pipeline_cut();
+    }
   StageNeighbours around;
   if (begin_ > 0) around.previous = connected[static_cast<size_t>(begin_ - 1)];
   if (end_ < n) around.following = decls[static_cast<size_t>(end_)].with_previous(connected[static_cast<size_t>(end_ - 1)]);
   around.terminal = terminal_;
+  around.hands_off_to_pipeline = !terminal_;
 
   auto make_norm = [&](int64_t stage) {
     Tensor weight = model.norm_weight(stage);
