@@ -259,15 +259,17 @@ bool ShmRegion::probe_single_copy(int rank) const {
 void ShmRegion::read_from(int rank, const void* remote, void* local, size_t bytes) const {
   const pid_t pid = pid_of(rank);
   if (const int err = shm::read_process_memory(pid, remote, local, bytes))
-    throw CommError("shared-memory single-copy read from local rank pid " + std::to_string(pid) +
-                    " failed: " + std::strerror(err));
+    throw CommError("shared-memory single-copy read from rank " + std::to_string(members()[static_cast<size_t>(rank)]) +
+                        " (pid " + std::to_string(pid) + ") failed: " + std::strerror(err),
+                    members()[static_cast<size_t>(rank)]);
 }
 
 void ShmRegion::write_to(int rank, void* remote, const void* local, size_t bytes) const {
   const pid_t pid = pid_of(rank);
   if (const int err = shm::write_process_memory(pid, remote, local, bytes))
-    throw CommError("shared-memory single-copy write to local rank pid " + std::to_string(pid) +
-                    " failed: " + std::strerror(err));
+    throw CommError("shared-memory single-copy write to rank " + std::to_string(members()[static_cast<size_t>(rank)]) +
+                        " (pid " + std::to_string(pid) + ") failed: " + std::strerror(err),
+                    members()[static_cast<size_t>(rank)]);
 }
 
 CallSignature ShmRegion::signature_of(int rank, uint64_t round) const {
