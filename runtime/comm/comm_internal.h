@@ -122,6 +122,7 @@ class CommunicatorImpl;
 class Engine {
  public:
   Engine(std::shared_ptr<transport::Transport> transport, const Config& config);
+  ~Engine();
   transport::Transport& transport() { return *transport_; }
   /// This engine's number in the process: state kept per communicator across calls (shared-memory
   /// regions) is keyed by it with the context id, as a process may run several worlds.
@@ -217,14 +218,17 @@ class Engine {
   };
   /// Sends w's wait notice to `peer`, and with it the peer's call `unmade` that this rank has not made.
   void send_notice(WorkState& w, int peer, const WaitNotice* unmade = nullptr);
+  /// Posts a notice receive for every peer (re-posted as each arrives).
+  void post_notice_receives();
   /// Takes the peers' notices that arrived and judges them; false when one failed a call (and
   /// aborted the engine). Every kNoticeLook at most, from step_all and start.
   bool look_at_notices(Clock::time_point now);
   bool judge_notice(int peer, const WaitNotice& n, Clock::time_point now);
   std::vector<const CommunicatorImpl*> live_comms_;
-  WorkState* waiting_in_ = nullptr;  // the call this thread waits for (drive)
+  WorkState* waiting_in_ = nullptr;  // the call this thread waits for (drive), and since when
+  Clock::time_point waiting_since_{};
   // Declared before transport_ so that the buffers outlive it (the receives stay posted).
-  std::vector<std::unique_ptr<NoticeIn>> notices_in_;  // per world rank, posted on first look
+  std::vector<std::unique_ptr<NoticeIn>> notices_in_;  // per world rank
   std::deque<std::pair<std::unique_ptr<WaitNotice>, transport::RequestPtr>> notices_out_;
   Clock::time_point next_notice_look_{};
 

@@ -42,6 +42,20 @@ Engine::Engine(std::shared_ptr<transport::Transport> transport, const Config& co
       config_(config),
       spin_(std::chrono::microseconds(config.spin_us)) {
   ctx_held_[0] = true;  // the world
+  post_notice_receives();  // posted from the start: a peer's notice never waits unmatched
+}
+
+Engine::~Engine() {
+  // Takes the notices that arrived since the last look, which the transport would otherwise
+  // report as never received when it closes.
+  try {
+    transport_->progress();
+    for (int p = 0; p < static_cast<int>(notices_in_.size()); ++p)
+      for (auto& slot = notices_in_[static_cast<size_t>(p)]; slot && slot->request->done();)
+        slot->request = transport_->irecv(p, tags::kWaitNotice, &slot->notice, sizeof(WaitNotice));
+  } catch (...) {
+    // a transport that already failed has nothing to take
+  }
 }
 
 void Engine::check_usable() const {
@@ -92,25 +106,27 @@ void Engine::send_notice(WorkState& w, int peer, const WaitNotice* unmade) {
   notices_out_.emplace_back(std::move(n), std::move(request));
 }
 
+void Engine::post_notice_receives() {
+  notices_in_.resize(static_cast<size_t>(transport_->size()));
+  for (int p = 0; p < transport_->size(); ++p) {
+    if (p == transport_->rank()) continue;
+    auto& slot = notices_in_[static_cast<size_t>(p)];
+    slot = std::make_unique<NoticeIn>();
+    slot->request = transport_->irecv(p, tags::kWaitNotice, &slot->notice, sizeof(WaitNotice));
+  }
+}
+
 bool Engine::look_at_notices(Clock::time_point now) {
   if (now < next_notice_look_) return true;
   next_notice_look_ = now + kNoticeLook;
-  const int me = transport_->rank();
-  if (notices_in_.empty()) {
-    notices_in_.resize(static_cast<size_t>(transport_->size()));
-    for (int p = 0; p < transport_->size(); ++p) {
-      if (p == me) continue;
-      auto& slot = notices_in_[static_cast<size_t>(p)];
-      slot = std::make_unique<NoticeIn>();
-      slot->request = transport_->irecv(p, tags::kWaitNotice, &slot->notice, sizeof(WaitNotice));
-    }
-  }
   for (int p = 0; p < transport_->size(); ++p) {
     auto& slot = notices_in_[static_cast<size_t>(p)];
-    if (!slot || !slot->request->done()) continue;  // a failed one: the peer is lost, found elsewhere
-    const WaitNotice n = slot->notice;
-    slot->request = transport_->irecv(p, tags::kWaitNotice, &slot->notice, sizeof(WaitNotice));
-    if (!judge_notice(p, n, now)) return false;
+    // Every notice that arrived (a failed receive: the peer is lost, which is found elsewhere).
+    while (slot && slot->request->done()) {
+      const WaitNotice n = slot->notice;
+      slot->request = transport_->irecv(p, tags::kWaitNotice, &slot->notice, sizeof(WaitNotice));
+      if (!judge_notice(p, n, now)) return false;
+    }
   }
   return true;
 }
@@ -278,8 +294,8 @@ void Engine::step_all() {
         return;  // aborted: outstanding_ is empty now
       }
       if (m >= 0 && m != transport_->rank() && called_otherwise(w, m)) return;
-      if (m >= 0 && m != transport_->rank() && !w.noticed && w.identity &&
-          now - (w.deadline - std::chrono::milliseconds(config_.timeout_ms)) >= kNoticeAfter)
+      if (&w == waiting_in_ && m >= 0 && m != transport_->rank() && !w.noticed && w.identity &&
+          now - waiting_since_ >= kNoticeAfter)
         send_notice(w, m);
       if (m >= 0 && tags::is_collective(w.group.tag_base())) {
         // A blocked call looks for the messages of earlier calls that no receive took.
@@ -421,6 +437,7 @@ void Engine::drive(WorkState& w) {
     WorkState* before;
     ~WaitingIn() { slot = before; }
   } waiting_in{waiting_in_, std::exchange(waiting_in_, &w)};
+  waiting_since_ = coarse_now();
   const auto spin = spin_.current();
   // The spin window opens at the first look that leaves the operation pending (most short ones
   // end at it: no clock read then).
