@@ -132,7 +132,10 @@ DeviceCommunicatorImpl::DeviceCommunicatorImpl(std::shared_ptr<comm::Communicato
   for (const RankInfo& r : all)
     if (r.workspace_bytes != workspace_bytes)
       throw ValueError("seam: device communicator: the ranks disagree on SEAM_CUDA_WORKSPACE_MB");
-  int reachable = config.cuda_peer == "off" || !vmm || !fd_handles ? 0 : 1;
+  // Peer memory maps only inside a host: members on several hosts stage every call through host
+  // memory and the host communicator's two-level collectives.
+  const bool one_host = host->transport_name() == "shm";
+  int reachable = config.cuda_peer == "off" || !vmm || !fd_handles || !one_host ? 0 : 1;
   for (int r = 0; r < size && reachable; ++r) {
     const RankInfo& other = all[static_cast<size_t>(r)];
     if (std::memcmp(other.uuid, mine.uuid, 16) == 0) continue;
@@ -155,7 +158,10 @@ DeviceCommunicatorImpl::DeviceCommunicatorImpl(std::shared_ptr<comm::Communicato
   if (!peer_path) {
     state = std::make_shared<DeviceState>(host, map_page(-1), kPage, config.timeout_ms);
     log().debug("seam: device communicator rank {} of {} on cuda:{}: staged through host memory ({})", rank, size,
-                device, config.cuda_peer == "off" ? "SEAM_CUDA_PEER=off" : "no peer access between the GPUs");
+                device,
+                config.cuda_peer == "off" ? "SEAM_CUDA_PEER=off"
+                : !one_host               ? "members on several hosts, over " + host->transport_name()
+                                          : std::string("no peer access between the GPUs"));
     return;
   }
 
