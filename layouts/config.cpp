@@ -79,8 +79,8 @@ Config Config::from_env() {
     throw ValueError("SEAM_CUDA_WORKSPACE_MB must be 1 to 4096, got " + std::to_string(c.cuda_workspace_mb));
   c.cuda_peer = env_string("SEAM_CUDA_PEER", c.cuda_peer);
   c.cuda_norm = env_string("SEAM_CUDA_NORM", c.cuda_norm);
-  if (c.cuda_norm != "shared" && c.cuda_norm != "registers" && c.cuda_norm != "streaming")
-    throw ValueError("SEAM_CUDA_NORM must be shared, registers or streaming, got '" + c.cuda_norm + "'");
+  if (c.cuda_norm != "shared" && c.cuda_norm != "registers")
+    throw ValueError("SEAM_CUDA_NORM must be registers or shared, got '" + c.cuda_norm + "'");
   c.cuda_norm_pdl = static_cast<int>(env_int("SEAM_CUDA_NORM_PDL", c.cuda_norm_pdl));
   if (c.cuda_norm_pdl != 0 && c.cuda_norm_pdl != 1)
     throw ValueError("SEAM_CUDA_NORM_PDL must be 0 or 1, got " + std::to_string(c.cuda_norm_pdl));

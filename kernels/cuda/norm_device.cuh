@@ -66,7 +66,6 @@ struct RowArgs {
   const void* weight;
   int weight_dtype;  ///< 0 f32, 1 bf16, 2 f16
   bool gemma;
-  bool streaming;  ///< activations read and written with streaming cache hints (register rows)
   float eps;
   int64_t cols, stride, residual_stride, extra_stride;
 };
@@ -111,14 +110,6 @@ inline constexpr int kPack = 16 / sizeof(typename Io::T);
 
 __device__ __forceinline__ uint4 load_pack(const void* p) { return *static_cast<const uint4*>(p); }
 __device__ __forceinline__ void store_pack(void* p, uint4 v) { *static_cast<uint4*>(p) = v; }
-/// The same with streaming cache hints (read or written once: evict first), where `streaming`.
-__device__ __forceinline__ uint4 load_pack(const void* p, bool streaming) {
-  return streaming ? __ldcs(static_cast<const uint4*>(p)) : *static_cast<const uint4*>(p);
-}
-__device__ __forceinline__ void store_pack(void* p, uint4 v, bool streaming) {
-  if (streaming) __stcs(static_cast<uint4*>(p), v);
-  else *static_cast<uint4*>(p) = v;
-}
 
 /// Programmatic dependent launch (sm_90): wait for the kernel before this one (its memory
 /// visible), and let the next one start launching. Without the launch attribute both do nothing.
@@ -202,8 +193,8 @@ __device__ __forceinline__ void norm_row_registers(const RowArgs<Io>& a, int64_t
   for (int k = 0; k < K; ++k) {
     const int64_t p = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
     if (p >= packs) continue;
-    raw[k] = load_pack(a.summands[0] + r * a.stride + p * P, a.streaming);
-    if (residual) residual_raw[k] = load_pack(residual + p * P, a.streaming);
+    raw[k] = load_pack(a.summands[0] + r * a.stride + p * P);
+    if (residual) residual_raw[k] = load_pack(residual + p * P);
     if (packed_weight) weight_raw[k] = load_pack(static_cast<const T*>(a.weight) + p * P);
   }
   auto weight = [&](int k, int64_t p, int j) {
@@ -263,7 +254,7 @@ __device__ __forceinline__ void norm_row_registers(const RowArgs<Io>& a, int64_t
       T* o = reinterpret_cast<T*>(&rounded);
 #pragma unroll
       for (int j = 0; j < P; ++j) o[j] = Io::store(x[k][j]);
-      store_pack(residual + p * P, rounded, a.streaming);
+      store_pack(residual + p * P, rounded);
     }
   }
   float square_sum = 0.0f;
@@ -284,7 +275,7 @@ __device__ __forceinline__ void norm_row_registers(const RowArgs<Io>& a, int64_t
       T* o = reinterpret_cast<T*>(&packed);
 #pragma unroll
       for (int j = 0; j < P; ++j) o[j] = Io::store((x[k][j] * inv) * weight(k, p, j));
-      store_pack(out + p * P, packed, a.streaming);
+      store_pack(out + p * P, packed);
     }
   } else {
     float absmax = 0.0f;

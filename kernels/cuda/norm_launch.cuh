@@ -56,7 +56,6 @@ device::RowArgs<Io> row_args(const Tensor& first, const Tensor* residual, const 
   a.weight = norm.weight;
   a.weight_dtype = weight_code(norm.weight_dtype);
   a.gemma = norm.form == NormWeight::gemma;
-  a.streaming = Config::get().cuda_norm == "streaming";
   a.eps = norm.eps;
   a.cols = first.cols;
   a.stride = first.row_stride;
@@ -113,13 +112,14 @@ cudaError_t launch_rows(void (*kernel)(Params...), int blocks, int threads, size
 
 /// The register-resident row's shape (norm_row_registers) for a call of `rows` rows: K packs per
 /// thread and T threads (at most max_register_threads(K)); false where the row does not fit.
-/// Few rows: a pack a thread where it fits (the row's latency is the call's); many: about 512
-/// threads a row. A function of the call's shape only, so the fused kernel takes the same.
+/// Few rows: a pack a thread where it fits (the row's latency is the call's); many: about 256
+/// threads a row, several rows an SM in flight. A function of the call's shape only, so the fused
+/// kernel takes the same.
 inline bool register_shape(int64_t cols, int64_t pack, int64_t rows, int* k, int* threads) {
-  constexpr int64_t kManyRows = 256;
+  constexpr int64_t kManyRows = 64;
   const int64_t packs = cols / pack;
   if (shared_rows_forced() || packs < 1) return false;
-  const int64_t target = threads_override() ? threads_override() : rows < kManyRows ? 1024 : 512;
+  const int64_t target = threads_override() ? threads_override() : rows < kManyRows ? 1024 : 256;
   for (int64_t per_thread = std::max<int64_t>(1, (packs + target - 1) / target);
        per_thread <= device::kMaxRegisterPacks; ++per_thread) {
     const int64_t t = ((packs + per_thread - 1) / per_thread + 31) / 32 * 32;
