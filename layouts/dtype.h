@@ -8,6 +8,8 @@
 #include <optional>
 #include <string_view>
 
+#include "layouts/f16_soft.h"
+
 namespace seam {
 
 /// Element type of a buffer. bf16/f16 are reduced with FP32 accumulation.
@@ -57,8 +59,13 @@ inline uint16_t float_to_bf16(float f) {
 }
 
 /// IEEE half <-> float, round-to-nearest-even.
+#ifdef __FLT16_MANT_DIG__  // the compiler has _Float16 (GCC 12; clang 15 and later on x86-64)
 inline float f16_to_float(uint16_t h) { return static_cast<float>(std::bit_cast<_Float16>(h)); }
 inline uint16_t float_to_f16(float f) { return std::bit_cast<uint16_t>(static_cast<_Float16>(f)); }
+#else
+inline float f16_to_float(uint16_t h) { return detail::f16_to_float_soft(h); }
+inline uint16_t float_to_f16(float f) { return detail::float_to_f16_soft(f); }
+#endif
 
 /// Element i of `buffer` (of `dtype`) as a double, for checks and scalar references. Throws
 /// ValueError for fp8_e4m3 (its conversions are kernels/quant/fp8.h's).

@@ -5,3 +5,4 @@ cd "$(dirname "$0")/.."
 scripts/setup-debian.sh build
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 ctest --test-dir build --output-on-failure --timeout 600 -j 1
+scripts/clang-check.sh build-clang

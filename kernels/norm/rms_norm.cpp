@@ -4,6 +4,7 @@
 #include <atomic>
 #include <string>
 
+#include "kernels/cpu_has.h"
 #include "kernels/device/device_ops.h"
 #include "kernels/norm/norm_rows.h"
 
@@ -60,7 +61,7 @@ RowScratch& row_scratch(int64_t cols) {
 namespace {
 
 bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  static const bool has = __builtin_cpu_supports("avx2") && cpu_has_f16c();
   return has;
 }
 

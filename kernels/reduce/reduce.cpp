@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/cpu_has.h"
 #include "kernels/reduce/reduce_table.h"
 #include "layouts/config.h"
 #include "layouts/errors.h"
@@ -36,13 +37,12 @@ const detail::IsaKernels& kernels_of(ReduceIsa isa) {
 bool reduce_isa_supported(ReduceIsa isa) {
   switch (isa) {
     case ReduceIsa::avx512bf16:
-      return reduce_isa_supported(ReduceIsa::avx512) && __builtin_cpu_supports("avx512bf16");
+      return reduce_isa_supported(ReduceIsa::avx512) && cpu_has_avx512bf16();
     case ReduceIsa::avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c");
+             __builtin_cpu_supports("avx512vl") && cpu_has_f16c();
     case ReduceIsa::avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
     case ReduceIsa::generic: return true;
   }
   return false;

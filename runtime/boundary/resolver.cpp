@@ -7,7 +7,6 @@
 namespace seam::boundary {
 
 namespace {
-constexpr Layout kDp = Layout::of({TokenAxis::ATTN_DP});
 constexpr Layout kCp = Layout::of({TokenAxis::ATTN_CP});
 constexpr Layout kTp = Layout::of({TokenAxis::ATTN_TP_SCATTER});
 

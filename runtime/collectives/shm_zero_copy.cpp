@@ -126,7 +126,9 @@ comm::Task zero_copy_reduce_scatter(Group& g, ShmRegion& region, std::string_vie
   // blocks and writes it into their owners' outputs (8 ranks, blocks 1:2:...:8: the largest
   // one's owner folded 1.8x the average otherwise). The part of block j in this rank's share is
   // folded into `to[j]`: one hand-off to the helpers for all blocks.
-  const auto [first, length] = share_of(region, exchange.round(), collective, off, me);
+  // Named references, not a structured binding: clang before 16 cannot capture one in a lambda.
+  const ShareParts share = share_of(region, exchange.round(), collective, off, me);
+  const Blocks &first = share.first, &length = share.length;
   const auto to = peer_buffers(region, exchange.round(), 1, me, out, length);
   const size_t chunk = kChunkBytes / es;
   helpers.split_pieces(length, es, [&](size_t j, size_t b, size_t e) {
@@ -160,7 +162,9 @@ comm::Task zero_copy_all_gather(Group& g, ShmRegion& region, std::string_view co
   // result, read from the blocks' owners' inputs (`from`), into every output: the largest
   // block's owner (a broadcast's root) no longer writes most of the data. Otherwise each rank's
   // share is its own block, from its own input.
-  const auto [first, length] = share_of(region, exchange.round(), collective, off, me);
+  // Named references, not a structured binding: clang before 16 cannot capture one in a lambda.
+  const ShareParts share = share_of(region, exchange.round(), collective, off, me);
+  const Blocks &first = share.first, &length = share.length;
   const auto from = peer_buffers(region, exchange.round(), 1, me, send, length);
   const size_t chunk = kChunkBytes / es;
   helpers.split_pieces(

@@ -59,7 +59,7 @@ std::vector<size_t> case_blocks(const Case& c) {
   return blocks;
 }
 
-RankCase::RankCase(const Case& c, int rank, SharedBuffers shared) : c_(c), rank_(rank) {
+RankCase::RankCase(const Case& c, int rank, SharedBuffers shared) : c_(c) {
   const size_t es = dtype_size(c.dtype);
   const int n = c.ranks;
   auto reduced = [&](size_t j) {

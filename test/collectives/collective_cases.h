@@ -51,7 +51,6 @@ class RankCase {
  private:
   void move_to_shared_memory(SharedBuffers shared);
   Case c_;
-  int rank_;
   std::vector<size_t> blocks_, offsets_;
   std::vector<char> input_, output_;
   std::unique_ptr<SharedHostMemory> shared_;  // copies of input_ and output_, when asked for

@@ -35,7 +35,10 @@ TEST_CASE("single-copy settings take -1 (automatic), 0 (never) or a size") {
   const std::pair<const char*, int64_t Config::*> settings[] = {
       {"SEAM_SHM_SINGLE_COPY_BYTES", &Config::shm_single_copy_bytes},
       {"SEAM_SHM_CMA_BYTES", &Config::shm_cma_bytes}};
-  for (const auto& [name, member] : settings) {
+  for (const auto& setting : settings) {
+    // Not a structured binding: clang before 16 cannot capture one (CAPTURE is a lambda).
+    const char* name = setting.first;
+    const auto member = setting.second;
     CAPTURE(std::string(name));
     {
       ScopedEnv e(name, "0");
@@ -139,7 +142,8 @@ TEST_CASE("device settings: defaults, accepted values, refusals naming the varia
                                                          {"SEAM_CUDA_NORM_THREADS", "16"},
                                                          {"SEAM_CUDA_NORM_THREADS", "2048"},
                                                          {"SEAM_CUDA_NORM_PDL", "2"}};
-  for (const auto& [name, value] : refused) {
+  for (const auto& [variable, value] : refused) {
+    const char* name = variable;  // captured below: clang before 16 cannot capture a binding
     CAPTURE(std::string(name));
     ScopedEnv e(name, value);
     CHECK_THROWS_WITH_AS(Config::from_env(), doctest::Contains(name), seam::ValueError);

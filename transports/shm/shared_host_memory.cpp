@@ -74,12 +74,11 @@ std::unique_ptr<SharedHostMemory> SharedHostMemory::allocate(size_t bytes) {
   std::lock_guard lock(registry().mutex);
   registry().own[reinterpret_cast<uintptr_t>(segment->data())] = {id, bytes};
   registry().live.fetch_add(1, std::memory_order_relaxed);
-  return std::unique_ptr<SharedHostMemory>(new SharedHostMemory(std::move(segment), id, bytes));
+  return std::unique_ptr<SharedHostMemory>(new SharedHostMemory(std::move(segment), bytes));
 }
 
-SharedHostMemory::SharedHostMemory(std::unique_ptr<shm::SharedSegment> segment, uint64_t id,
-                                   size_t bytes)
-    : segment_(std::move(segment)), id_(id), bytes_(bytes) {}
+SharedHostMemory::SharedHostMemory(std::unique_ptr<shm::SharedSegment> segment, size_t bytes)
+    : segment_(std::move(segment)), bytes_(bytes) {}
 
 SharedHostMemory::~SharedHostMemory() {
   freed_flag(*segment_).store(1, std::memory_order_release);

@@ -33,9 +33,8 @@ class SharedHostMemory {
   size_t size() const;
 
  private:
-  SharedHostMemory(std::unique_ptr<shm::SharedSegment> segment, uint64_t id, size_t bytes);
+  SharedHostMemory(std::unique_ptr<shm::SharedSegment> segment, size_t bytes);
   std::unique_ptr<shm::SharedSegment> segment_;
-  uint64_t id_;
   size_t bytes_;
 };
 

@@ -211,7 +211,7 @@ class ShmTransportImpl final : public ShmTransport {
  public:
   ShmTransportImpl(int rank, int size, std::vector<int> local, std::unique_ptr<SharedSegment> seg,
                    std::vector<int> pids, std::chrono::milliseconds timeout, size_t cma_threshold)
-      : rank_(rank), size_(size), local_(std::move(local)), seg_(std::move(seg)), timeout_(timeout),
+      : rank_(rank), size_(size), local_(std::move(local)), seg_(std::move(seg)),
         cma_threshold_(cma_threshold) {
     const size_t n = local_.size();
     auto* base = static_cast<char*>(seg_->data());
@@ -355,7 +355,7 @@ class ShmTransportImpl final : public ShmTransport {
     // bytes read may be torn, so the receive fails with the abort's reason.
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (const int32_t origin = header_->abort_origin.load(std::memory_order_acquire) - 1; origin >= 0)
-      return abort_notice(origin);
+      return abort_reason_of(origin);
     if (err == 0) return {};
     if (err == ESRCH)
       return "seam shm: local peer rank " + std::to_string(p.world_rank) + " (pid " + std::to_string(p.pid) + ") died";
@@ -611,7 +611,7 @@ class ShmTransportImpl final : public ShmTransport {
 
   /// Another local rank aborted: everything pending fails, every peer counts as lost.
   /// What a failure says when rank `origin` aborted the job.
-  std::string abort_notice(int32_t origin) const {
+  std::string abort_reason_of(int32_t origin) const {
     return "seam shm: rank " + std::to_string(origin) + " aborted the job: " +
            std::string(header_->abort_reason, strnlen(header_->abort_reason, sizeof(header_->abort_reason)));
   }
@@ -620,7 +620,7 @@ class ShmTransportImpl final : public ShmTransport {
     const int32_t origin = header_->abort_origin.load(std::memory_order_acquire) - 1;
     if (origin < 0 || abort_seen_) return;
     abort_seen_ = true;
-    const std::string why = abort_notice(origin);
+    const std::string why = abort_reason_of(origin);
     SEAM_LOG_DEBUG("{}", why);
     for (auto& p : peers_) {
       if (p.world_rank == rank_ || p.dead) continue;
@@ -777,7 +777,6 @@ class ShmTransportImpl final : public ShmTransport {
   std::vector<int> local_;
   std::vector<int> local_index_;
   std::unique_ptr<SharedSegment> seg_;
-  std::chrono::milliseconds timeout_;
   size_t cma_threshold_;
   size_t ring_bytes_ = 0, mask_ = 0;
   size_t me_ = 0;

@@ -116,7 +116,7 @@ struct Peer {
 class UcxTransportImpl final : public UcxTransport {
  public:
   UcxTransportImpl(int rank, int size, std::chrono::milliseconds timeout)
-      : rank_(rank), size_(size), timeout_(timeout), peers_(static_cast<size_t>(size)) {}
+      : rank_(rank), size_(size), peers_(static_cast<size_t>(size)) {}
 
   ~UcxTransportImpl() override { shutdown(); }
 
@@ -515,7 +515,6 @@ class UcxTransportImpl final : public UcxTransport {
 
  private:
   int rank_, size_;
-  std::chrono::milliseconds timeout_;
   bool same_host_traffic_ = false;
   std::vector<Peer> peers_;
   ucp_context_h context_ = nullptr;
