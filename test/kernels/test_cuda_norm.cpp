@@ -57,11 +57,14 @@ void check_close(const HostTensor& got, const HostTensor& want, bool exact) {
 TEST_CASE("CUDA add + RMSNorm and the FP8 read match the host kernels") {
   if (!have_gpu()) return;
   std::mt19937 rng(17);
+  // Few rows and many (the register rows take 1024 threads a row below 64 rows, about 256 above:
+  // 7168 columns then hold 4 packs a thread).
   for (DType io : {DType::f32, DType::bf16, DType::f16})
-    for (int64_t cols : {int64_t{1}, int64_t{100}, int64_t{4096}, int64_t{20000}}) {
+    for (int64_t cols : {int64_t{1}, int64_t{100}, int64_t{4096}, int64_t{7168}, int64_t{20000}})
+    for (int64_t rows : {int64_t{7}, int64_t{96}}) {
       CAPTURE(dtype_name(io));
       CAPTURE(cols);
-      const int64_t rows = 7;
+      CAPTURE(rows);
       HostTensor x(io, rows, cols), residual(io, rows, cols), extra(io, rows, cols), weight(DType::bf16, 1, cols);
       x.fill_random(rng);
       residual.fill_random(rng, -6.0f, 6.0f);
