@@ -1,0 +1,45 @@
+# `cmake --install`: the public headers (include/seam), libseam_c with the shared libraries it
+# loads, a CMake package (find_package(Seam) -> seam::c) and a pkg-config file (seam.pc).
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+configure_file(${PROJECT_SOURCE_DIR}/include/seam/version.h.in ${PROJECT_BINARY_DIR}/include/seam/version.h @ONLY)
+install(FILES ${PROJECT_SOURCE_DIR}/include/seam/seam.h ${PROJECT_BINARY_DIR}/include/seam/version.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/seam)
+
+# The libraries find each other beside themselves wherever the prefix is moved.
+set(seam_libraries seam seam_c)
+if(TARGET seam_cuda)
+  list(APPEND seam_libraries seam_cuda)
+endif()
+set_target_properties(${seam_libraries} PROPERTIES INSTALL_RPATH "$ORIGIN")
+set_target_properties(seam_c PROPERTIES EXPORT_NAME c)  # seam::c, as inside the build
+if(TARGET seam_cuda)
+  set_target_properties(seam_cuda PROPERTIES EXPORT_NAME cuda)
+endif()
+# seam and seam_cuda are exported only as what libseam_c links (their C++ headers are not
+# installed: the C API is the installed interface).
+install(TARGETS ${seam_libraries} EXPORT SeamTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(EXPORT SeamTargets NAMESPACE seam:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Seam)
+
+if(SEAM_CUDA)
+  set(SEAM_CUDA_BOOL TRUE)
+else()
+  set(SEAM_CUDA_BOOL FALSE)
+endif()
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/SeamConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/SeamConfig.cmake
+                              INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Seam)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/SeamConfigVersion.cmake
+                                 VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/SeamConfig.cmake ${PROJECT_BINARY_DIR}/SeamConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Seam)
+
+# pkg-config: the prefix is the one given at install time (cmake --install --prefix).
+install(CODE "
+  set(CMAKE_INSTALL_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  set(CMAKE_INSTALL_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
+  set(CMAKE_INSTALL_INCLUDEDIR \"${CMAKE_INSTALL_INCLUDEDIR}\")
+  set(PROJECT_VERSION \"${PROJECT_VERSION}\")
+  configure_file(\"${PROJECT_SOURCE_DIR}/cmake/seam.pc.in\" \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig/seam.pc\" @ONLY)
+")
