@@ -13,6 +13,9 @@
 #   netns_test.sh --rate RATE LAUNCHER RANK_BINARY ...     the link shaped to RATE each way (tc tbf,
 #                                                          e.g. 1gbit): benchmarks over a network
 #                                                          slower than memory
+#   netns_test.sh --lossy LAUNCHER RANK_BINARY ...         the link at 1 Gbit/s each way dropping 1% of
+#                                                          packets at random (iptables statistic; GSO,
+#                                                          TSO and GRO off so a drop is one packet)
 #   netns_test.sh --per-host N LAUNCHER RANK_BINARY ...    N ranks on each host [2]
 #   netns_test.sh [OPTIONS] --mpirun MPIRUN_ARGS...        mpirun on the first host starts the
 #                                                          ranks (the second host's through
@@ -27,6 +30,8 @@ if [ "${1:-}" = "--cut" ]; then cut=1; shift; fi
 if [ "${1:-}" = "--kill" ]; then victim=$2; shift 2; fi
 if [ "${1:-}" = "--interleaved" ]; then interleaved=1; shift; fi
 if [ "${1:-}" = "--rate" ]; then rate=$2; shift 2; fi
+lossy=0
+if [ "${1:-}" = "--lossy" ]; then lossy=1 rate=1gbit; shift; fi
 per_host=2
 if [ "${1:-}" = "--per-host" ]; then per_host=$2; shift 2; fi
 mpirun_mode=0 launcher=
@@ -55,6 +60,15 @@ ip -n "$b" addr add 10.77.0.2/24 dev seamveth
 for ns in "$a" "$b"; do ip -n "$ns" link set lo up; ip -n "$ns" link set seamveth up; done
 if [ -n "$rate" ]; then
   for ns in "$a" "$b"; do ip netns exec "$ns" tc qdisc add dev seamveth root tbf rate "$rate" burst 1mb latency 100ms; done
+fi
+if [ $lossy = 1 ]; then
+  if ! command -v ethtool > /dev/null || ! command -v iptables > /dev/null; then
+    echo "SKIP: the lossy link needs ethtool and iptables"; exit 77
+  fi
+  for ns in "$a" "$b"; do
+    ip netns exec "$ns" ethtool -K seamveth gso off tso off gro off > /dev/null 2>&1
+    ip netns exec "$ns" iptables -A OUTPUT -o seamveth -m statistic --mode random --probability 0.01 -j DROP
+  done
 fi
 set +e
 
@@ -87,3 +101,10 @@ elif [ -n "$victim" ]; then
 else
   "$launcher" "${common[@]}" --timeout-s 240 -- "$@"
 fi
+rc=$?
+if [ $lossy = 1 ]; then  # the drops happened: say how many
+  for ns in "$a" "$b"; do
+    echo "lossy link, $ns: $(ip netns exec "$ns" iptables -L OUTPUT -v -n -x | awk '/statistic/ {print $1 " packets dropped"}')"
+  done
+fi
+exit $rc
