@@ -15,7 +15,9 @@
 #                                                          slower than memory
 #   netns_test.sh --lossy LAUNCHER RANK_BINARY ...         the link at 1 Gbit/s each way dropping 1% of
 #                                                          packets at random (iptables statistic; GSO,
-#                                                          TSO and GRO off so a drop is one packet)
+#                                                          TSO and GRO off so a drop is one packet), and
+#                                                          1 ms later each way where $SEAM_NFQ_DELAY
+#                                                          names test/comm/nfq_delay.c's binary
 #   netns_test.sh --per-host N LAUNCHER RANK_BINARY ...    N ranks on each host [2]
 #   netns_test.sh [OPTIONS] --mpirun MPIRUN_ARGS...        mpirun on the first host starts the
 #                                                          ranks (the second host's through
@@ -41,7 +43,11 @@ if [ "$(id -u)" != 0 ]; then echo "SKIP: the multi-host test needs root (ip netn
 if ! command -v ip > /dev/null; then echo "SKIP: the multi-host test needs ip (iproute2)"; exit 77; fi
 
 a=seam_a_$$ b=seam_b_$$
-cleanup() { ip netns del "$a" 2> /dev/null; ip netns del "$b" 2> /dev/null; }
+delayers=()
+cleanup() {
+  [ ${#delayers[@]} -gt 0 ] && kill "${delayers[@]}" 2> /dev/null
+  ip netns del "$a" 2> /dev/null; ip netns del "$b" 2> /dev/null
+}
 trap cleanup EXIT
 if ! ip netns add "$a" 2> /dev/null || ! ip netns add "$b" 2> /dev/null; then
   echo "SKIP: cannot create network namespaces here"; exit 77
@@ -68,7 +74,18 @@ if [ $lossy = 1 ]; then
   for ns in "$a" "$b"; do
     ip netns exec "$ns" ethtool -K seamveth gso off tso off gro off > /dev/null 2>&1
     ip netns exec "$ns" iptables -A OUTPUT -o seamveth -m statistic --mode random --probability 0.01 -j DROP
+    if [ -n "${SEAM_NFQ_DELAY:-}" ]; then
+      ip netns exec "$ns" iptables -A OUTPUT -o seamveth -j NFQUEUE --queue-num 7 --queue-bypass
+      ip netns exec "$ns" "$SEAM_NFQ_DELAY" 7 1000 &
+      delayers+=($!)
+    fi
   done
+  if [ -n "${SEAM_NFQ_DELAY:-}" ]; then
+    sleep 0.2  # the delayers bind their queues
+    echo "lossy link: 1 Gbit/s, 1% drop, 1 ms delay each way"
+  else
+    echo "lossy link: 1 Gbit/s, 1% drop (no delay: SEAM_NFQ_DELAY unset)"
+  fi
 fi
 set +e
 
