@@ -1,16 +1,33 @@
 #!/usr/bin/env bash
-# The tree under Debian's clang with warnings as errors (library, tools and tests; CUDA off), then
-# a few tests on that build: the C API, and the CPU kernels, whose half-precision conversions take
-# another path under clang 14 (no _Float16). run-tests.sh runs the full suite once, on GCC's build.
-# Usage: scripts/clang-check.sh [build-dir]   (after scripts/setup-debian.sh installed clang)
+# The tree under Debian's clang with warnings as errors (library, tools and tests; CUDA off),
+# built with AddressSanitizer + UndefinedBehaviorSanitizer and the libFuzzer targets: then a 60 s
+# run of each fuzz target (scripts/fuzz.sh), and a subset of the tests on that build: the C API,
+# the CPU kernels (their half-precision conversions take another path under clang 14: no
+# _Float16), every unit test and the integration tests of collectives, groups and split churn,
+# stranded calls and mismatches, and the TCP store. run-tests.sh runs the full suite on GCC's build.
+# Usage: scripts/clang-check.sh [build-dir] [fuzz-seconds]   (after setup-debian.sh installed clang)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build-clang}
+fuzz_seconds=${2:-60}
 
-# No optimisation and no debug info: the warnings are the compiler front end's, and this keeps
-# the second build short.
-CC=clang CXX=clang++ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG=-O0 \
-  -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DSEAM_WERROR=ON -DSEAM_ENABLE_CUDA=OFF
+# -O1: sanitized code at -O0 runs the tests several times slower; -fno-sanitize-recover makes a
+# UBSan finding fail the process (and so the test), as an ASan one does.
+san="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+CC=clang CXX=clang++ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g" \
+  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DCMAKE_C_FLAGS="$san" -DCMAKE_CXX_FLAGS="$san" \
+  -DCMAKE_EXE_LINKER_FLAGS="$san" -DCMAKE_SHARED_LINKER_FLAGS="$san" \
+  -DSEAM_WERROR=ON -DSEAM_ENABLE_CUDA=OFF -DSEAM_FUZZ=ON
 cmake --build "$build_dir" -j "$(nproc)"
+
+scripts/fuzz.sh "$build_dir" "$fuzz_seconds"
+
+source scripts/sanitizer-env.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-ctest --test-dir "$build_dir" --output-on-failure --timeout 300 -j 1 -R '^(capi_|reduce_kernels$|test_norm_kernels$)'
+integration='collectives_check_(np[23]|ucx_np2|store_np3|shared_memory_np3|single_copy_np2|helpers_np3)'
+integration+='|comm_(groups_np3|groups_store_np3|groups_ucx_np2|churn_np3|p2p_store_np3|fault_kill_np2)'
+integration+='|stranded_check_(broadcast-root_np2|all-gatherv-blocks_np3|scatterv-root_ucx_np2)'
+integration+='|mismatch_check_(np3|ucx_np2|stranding_ring_np3)|capi_.*|reduce_kernels|test_norm_kernels'
+# One ctest run (its summary ends CI): every unit test, named, and the integration tests above.
+units=$(ctest --test-dir "$build_dir" -N -L unit | sed -n 's/^ *Test *#[0-9]*: //p' | paste -sd '|')
+ctest --test-dir "$build_dir" --output-on-failure --timeout 300 -j 1 -R "^($units|$integration)\$"
