@@ -13,7 +13,7 @@ CC=clang CXX=clang++ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE
   -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DCMAKE_C_FLAGS="$san" -DCMAKE_CXX_FLAGS="$san" \
   -DCMAKE_EXE_LINKER_FLAGS="$san" -DCMAKE_SHARED_LINKER_FLAGS="$san" \
   -DSEAM_WERROR=ON -DSEAM_ENABLE_CUDA=OFF -DSEAM_BUILD_TOOLS=OFF
-cmake --build "$build_dir" -j "$(nproc)" --target helper_threads tcp_store_unit collectives_check \
+cmake --build "$build_dir" -j "${SEAM_TSAN_JOBS:-$(nproc)}" --target helper_threads tcp_store_unit collectives_check \
   comm_groups_test seam_local_launcher
 
 # halt_on_error: a report fails the test; the suppressions name third-party code only (see the file).

@@ -82,7 +82,7 @@ TEST_CASE("reduction kernels match the scalar reference on every instruction set
             std::vector<char> out(count * dtype_size(dtype) + 1, 0x5a);
             kernels::reduce(isa, out.data(), pointers(srcs), count, dtype, op);
             auto expected = reference(srcs, count, dtype, op);
-            CHECK(std::memcmp(out.data(), expected.data(), expected.size()) == 0);
+            CHECK((expected.empty() || std::memcmp(out.data(), expected.data(), expected.size()) == 0));
             CHECK(out.back() == 0x5a);  // nothing written past count
 
             // Non-temporal stores (whole lines of dst, a short first block up to its first line
