@@ -31,6 +31,8 @@ void Topology::validate() const {
     throw ValueError("tp must equal moe_dp * moe_ep * moe_tp: " + describe());
   if (moe_dense_tp != 0 && moe_dense_tp != 1 && moe_dense_tp != tp)
     throw ValueError("dense FFN rows support local compute or the full TP group");
+  if (elastic_ep_active_dp < 0)
+    throw ValueError("elastic_ep_active_dp must be 0 (off) or a count of DP ranks, not " + std::to_string(elastic_ep_active_dp));
 }
 
 bool Topology::input_scattered_configured() const {
@@ -45,7 +47,8 @@ bool Topology::should_use_dp_reduce_scatterv() const {
 }
 
 bool Topology::can_use_dp_reduce_scatter() const {
-  return elastic_ep_active_dp == 0 || tp == elastic_ep_active_dp * attn_tp;
+  // In 64 bits: validate() bounds neither factor above.
+  return elastic_ep_active_dp == 0 || tp == int64_t{elastic_ep_active_dp} * attn_tp;
 }
 
 bool Topology::post_experts_sum_is_one_all_reduce() const {

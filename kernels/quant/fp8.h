@@ -22,8 +22,9 @@ inline uint8_t float_to_fp8_e4m3(float f) {
   const uint32_t normal = ((u + 0x7FFFFu + ((u >> 20) & 1u)) >> 20) - ((127u - 7u) << 3);
   // Subnormal: the value in units of 2^-9 is the encoding (8 rounds up into the smallest normal);
   // adding and removing 2^23 rounds to an integer, ties to even, in the default rounding mode.
-  const uint32_t subnormal = static_cast<uint32_t>(static_cast<int32_t>((a * 0x1p9f + 0x1p23f) - 0x1p23f));
-  const uint32_t magnitude = a < 0x1p-6f ? subnormal : normal;
+  // Converted only below 2^-6: a NaN (which passes the clamp) converted to int32 is undefined behaviour.
+  const uint32_t magnitude =
+      a < 0x1p-6f ? static_cast<uint32_t>(static_cast<int32_t>((a * 0x1p9f + 0x1p23f) - 0x1p23f)) : normal;
   const bool nan = (bits & 0x7FFFFFFFu) > 0x7F800000u;
   return static_cast<uint8_t>(sign | (nan ? 0x7Fu : magnitude));
 }

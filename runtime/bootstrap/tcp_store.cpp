@@ -281,6 +281,7 @@ struct StoreServer::State {
   std::vector<Waiter> waiters;
   std::thread thread;
   std::atomic<bool> stopping{false};
+  std::vector<uint8_t>* replies = nullptr;  ///< set by the fuzz target: replies land here, not on a socket
 
   std::mutex mu;
   std::condition_variable cv;
@@ -291,9 +292,15 @@ struct StoreServer::State {
   void run();
   void accept_new();
   void read_from(Conn& c);
+  /// Buffers bytes `c` sent and handles every complete frame among them.
+  void consume(Conn& c, const uint8_t* p, size_t n);
   void handle(Conn& c, const uint8_t* body, size_t n);
   void reply(Conn& c, const std::vector<uint8_t>& body) {
     auto f = frame(body);
+    if (replies) {  // fuzzing: no socket behind the connection
+      replies->insert(replies->end(), f.begin(), f.end());
+      return;
+    }
     // An unauthenticated peer that does not read gets nothing more: the server never waits on one.
     const auto patience = c.rank >= 0 ? std::chrono::seconds(5) : std::chrono::seconds(0);
     if (!write_all(c.fd, f.data(), f.size(), Clock::now() + patience)) c.closing = true;
@@ -495,33 +502,37 @@ void StoreServer::State::read_from(Conn& c) {
       if (errno != EAGAIN && errno != EWOULDBLOCK) c.closing = true;
       break;
     }
-    if (c.rank < 0) {
-      c.bytes_before_auth += static_cast<size_t>(r);
-      if (c.bytes_before_auth > kMaxBytesBeforeAuth) {
-        reject(c, "sent more than " + std::to_string(kMaxBytesBeforeAuth) + " bytes before authenticating");
-        break;
-      }
-    }
-    c.in.insert(c.in.end(), buf, buf + r);
-    // Parse every complete frame; check the announced length before buffering more of it.
-    size_t off = 0;
-    while (!c.closing && c.in.size() - off >= 4) {
-      uint32_t len = Reader(c.in.data() + off, 4).u32();
-      if (len > kMaxFrameBytes) {
-        reject(c, "message of " + std::to_string(len) + " bytes exceeds the limit of " +
-                      std::to_string(kMaxFrameBytes) + " bytes");
-        break;
-      }
-      if (len == 0) {
-        reject(c, "malformed message: empty body");
-        break;
-      }
-      if (c.in.size() - off - 4 < len) break;
-      handle(c, c.in.data() + off + 4, len);
-      off += 4 + len;
-    }
-    c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(std::min(off, c.in.size())));
+    consume(c, buf, static_cast<size_t>(r));
   }
+}
+
+void StoreServer::State::consume(Conn& c, const uint8_t* p, size_t n) {
+  if (c.rank < 0) {
+    c.bytes_before_auth += n;
+    if (c.bytes_before_auth > kMaxBytesBeforeAuth) {
+      reject(c, "sent more than " + std::to_string(kMaxBytesBeforeAuth) + " bytes before authenticating");
+      return;
+    }
+  }
+  c.in.insert(c.in.end(), p, p + n);
+  // Parse every complete frame; check the announced length before buffering more of it.
+  size_t off = 0;
+  while (!c.closing && c.in.size() - off >= 4) {
+    uint32_t len = Reader(c.in.data() + off, 4).u32();
+    if (len > kMaxFrameBytes) {
+      reject(c, "message of " + std::to_string(len) + " bytes exceeds the limit of " +
+                    std::to_string(kMaxFrameBytes) + " bytes");
+      break;
+    }
+    if (len == 0) {
+      reject(c, "malformed message: empty body");
+      break;
+    }
+    if (c.in.size() - off - 4 < len) break;
+    handle(c, c.in.data() + off + 4, len);
+    off += 4 + len;
+  }
+  c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(std::min(off, c.in.size())));
 }
 
 void StoreServer::State::handle(Conn& c, const uint8_t* body, size_t n) {
@@ -650,6 +661,33 @@ void StoreServer::State::serve_waiters() {
     }
     waiters.erase(waiters.begin() + static_cast<std::ptrdiff_t>(i));
   }
+}
+
+std::vector<uint8_t> detail::serve_bytes_for_fuzzing(const uint8_t* data, size_t size, size_t piece,
+                                                     bool authenticated) {
+  StoreServer::State s;
+  s.world_size = 4;
+  s.token = std::string(kMinJobTokenChars, 'k');
+  std::vector<uint8_t> replies;
+  s.replies = &replies;
+  constexpr int fd = 1 << 20;  // a key for the connection map only: nothing reads or closes it
+  StoreServer::State::Conn& c = s.conns[fd];
+  c.fd = fd;
+  c.name = "fuzz";
+  c.accepted = Clock::now();
+  if (authenticated) {
+    c.rank = c.claimed_rank = 0;
+    c.stage = StoreServer::State::Stage::authenticated;
+    s.joined.insert(0);
+  } else {
+    ++s.unauthenticated;
+  }
+  piece = std::max<size_t>(piece, 1);
+  for (size_t off = 0; off < size && !c.closing; off += piece) {
+    s.consume(c, data + off, std::min(piece, size - off));
+    s.serve_waiters();
+  }
+  return replies;
 }
 
 // ---- client ---------------------------------------------------------------------------------

@@ -55,6 +55,15 @@ struct StoreLimits {
 /// host:port -> (host, port); throws ValueError when malformed.
 std::pair<std::string, uint16_t> parse_host_port(const std::string& addr);
 
+namespace detail {
+/// The fuzz target's entry (test/fuzz/): `data` as one connection sends it, delivered in pieces of
+/// `piece` bytes as recv might return them, through the server's frame parsing and message
+/// handling, without a socket or a thread. `authenticated`: the connection starts as rank 0's
+/// after its handshake (which needs the token, so fuzzing could not reach SET/WAIT otherwise).
+/// Returns the reply frames the server wrote.
+std::vector<uint8_t> serve_bytes_for_fuzzing(const uint8_t* data, size_t size, size_t piece, bool authenticated);
+}  // namespace detail
+
 /// The server: a thread polling every connection. Binds in the constructor (throws CommError
 /// when it cannot), serves until stop() or destruction.
 class StoreServer {
@@ -73,6 +82,7 @@ class StoreServer {
  private:
   struct State;
   std::unique_ptr<State> state_;
+  friend std::vector<uint8_t> detail::serve_bytes_for_fuzzing(const uint8_t*, size_t, size_t, bool);
 };
 
 /// A client connection; every call throws CommError (server error, lost connection) or

@@ -224,7 +224,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
     const size_t place = places.of(round);
     auto slot_of = [&](int p) { return region->slot(p, round) + place; };
     if (!in_shares) {
-      std::memcpy(slot_of(me), send + begin * es, length * es);
+      if (length) std::memcpy(slot_of(me), send + begin * es, length * es);  // send may be null at count 0
       exchange.announce();
       claim_next_place(*region, me, round, places, length * es);
       co_await exchange.peers_ready();

@@ -144,7 +144,8 @@ TEST_CASE("RSv needs attention TP 1; under attention TP > 1 the exit falls back 
 TEST_CASE("ar grants no optional scatter; the permissions follow the policy") {
   for (ReductionPolicy policy : kPolicies) {
     const PlanContext ctx = context(4, 2, policy);
-    const StageOutput& out = make_stages(ctx, {{attn()}, {dense()}})[1].plan().path(kOrdinary).stage.output;
+    const auto stages = make_stages(ctx, {{attn()}, {dense()}});  // outlives `out` (ASan: use after free)
+    const StageOutput& out = stages[1].plan().path(kOrdinary).stage.output;
     CHECK(out.leaves_for_reduce_scatter == policy_allows_reduce_scatter(policy));
     CHECK(out.leaves_for_reduce_scatterv == policy_allows_reduce_scatterv(policy));
     CHECK(out.leaves_for_next_layer);  // deferral is not a policy permission

@@ -82,7 +82,7 @@ TEST_CASE("reduction kernels match the scalar reference on every instruction set
             std::vector<char> out(count * dtype_size(dtype) + 1, 0x5a);
             kernels::reduce(isa, out.data(), pointers(srcs), count, dtype, op);
             auto expected = reference(srcs, count, dtype, op);
-            CHECK(std::memcmp(out.data(), expected.data(), expected.size()) == 0);
+            CHECK((expected.empty() || std::memcmp(out.data(), expected.data(), expected.size()) == 0));
             CHECK(out.back() == 0x5a);  // nothing written past count
 
             // Non-temporal stores (whole lines of dst, a short first block up to its first line
@@ -90,7 +90,7 @@ TEST_CASE("reduction kernels match the scalar reference on every instruction set
             std::vector<char> streamed(expected.size() + 64, 0x5a);
             char* misaligned = streamed.data() + dtype_size(dtype);
             kernels::reduce(isa, misaligned, pointers(srcs), count, dtype, op, kernels::Store::streaming);
-            CHECK(std::memcmp(misaligned, expected.data(), expected.size()) == 0);
+            CHECK((expected.empty() || std::memcmp(misaligned, expected.data(), expected.size()) == 0));
             CHECK(misaligned[expected.size()] == 0x5a);
 
             // dst aliasing the last source (what in-place algorithms do), then the first (past

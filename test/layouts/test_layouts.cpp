@@ -120,6 +120,18 @@ TEST_CASE("sizes whose product overflows int are refused, not wrapped or divided
   CHECK_NOTHROW(t.validate());
 }
 
+TEST_CASE("elastic EP's active DP count: negative refused, a huge one compared without overflow") {
+  Topology t = Topology::make(4, 2);
+  t.elastic_ep_active_dp = -1;
+  CHECK_THROWS_AS(t.validate(), ValueError);
+  // 2^30 * attn_tp 2 overflows int; in 64 bits it is simply not tp.
+  t.elastic_ep_active_dp = 1 << 30;
+  CHECK_NOTHROW(t.validate());
+  CHECK_FALSE(t.can_use_dp_reduce_scatter());
+  t.elastic_ep_active_dp = 2;
+  CHECK(t.can_use_dp_reduce_scatter());
+}
+
 TEST_CASE("the MoE output group is EP, MoE-TP, or the merged TP group") {
   Topology t = Topology::make(4);
   t.moe_ep = 2;
