@@ -100,7 +100,7 @@ TEST_CASE("reduction kernels match the scalar reference on every instruction set
               std::vector<const void*> p = pointers(copies);
               void* dst = const_cast<void*>(first ? p.front() : p.back());
               kernels::reduce(isa, dst, p, count, dtype, op);
-              CHECK(std::memcmp(dst, expected.data(), expected.size()) == 0);
+              CHECK((expected.empty() || std::memcmp(dst, expected.data(), expected.size()) == 0));
             }
           }
   }
