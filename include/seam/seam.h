@@ -51,14 +51,18 @@ typedef enum seam_dtype {
   SEAM_DTYPE_F16 = 3,
   SEAM_DTYPE_I32 = 4,
   SEAM_DTYPE_U8 = 5,
-  SEAM_DTYPE_FP8_E4M3 = 6 /**< moved (gathers, broadcast), not reduced */
+  SEAM_DTYPE_FP8_E4M3 = 6, /**< moved (gathers, broadcast), not reduced */
+  /** Not a dtype: keeps the type as wide as an int, so any int passed is a value the calls refuse. */
+  SEAM_DTYPE_MAX_ENUM = 0x7fffffff
 } seam_dtype_t;
 
 /** Reduction of all-reduce and reduce-scatter(v). */
 typedef enum seam_reduce_op {
   SEAM_OP_SUM = 0,
   SEAM_OP_MAX = 1,
-  SEAM_OP_MIN = 2
+  SEAM_OP_MIN = 2,
+  /** Not an op: as SEAM_DTYPE_MAX_ENUM. */
+  SEAM_OP_MAX_ENUM = 0x7fffffff
 } seam_reduce_op_t;
 
 /** A communicator: a group of ranks. Opaque; released with seam_comm_destroy. */
