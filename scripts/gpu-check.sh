@@ -71,8 +71,8 @@ has mps-tests && run_tests mps ${GPU_CHECK_MPS_CTEST_ARGS:-${GPU_CHECK_CTEST_ARG
 if has perf; then
   "$build/bin/norm_perf_cuda" >"$logs/norm_perf_cuda.txt" 2>&1 || note "norm_perf_cuda: FAILED"
   for threads in 0 256 512 1024; do  # the register rows, by rows and at fixed threads a row
-    echo "# SEAM_CUDA_NORM=registers SEAM_CUDA_NORM_THREADS=$threads" >>"$logs/norm_perf_cuda.txt"
-    SEAM_CUDA_NORM=registers SEAM_CUDA_NORM_THREADS=$threads "$build/bin/norm_perf_cuda" 2>&1 | tail -4 \
+    echo "# SEAM_CUDA_NORM=registers SEAM_CUDA_NORM_PDL=1 SEAM_CUDA_NORM_THREADS=$threads" >>"$logs/norm_perf_cuda.txt"
+    SEAM_CUDA_NORM=registers SEAM_CUDA_NORM_PDL=1 SEAM_CUDA_NORM_THREADS=$threads "$build/bin/norm_perf_cuda" 2>&1 | tail -4 \
       >>"$logs/norm_perf_cuda.txt" || note "norm_perf_cuda registers $threads: FAILED"
   done
   python3 tools/perf/torch_norm_baseline.py >"$logs/norm_torch_compile.txt" 2>&1 || note "torch.compile baseline: FAILED"
