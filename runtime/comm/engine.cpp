@@ -47,7 +47,9 @@ Engine::Engine(std::shared_ptr<transport::Transport> transport, const Config& co
 
 Engine::~Engine() {
   // Takes the notices that arrived since the last look, which the transport would otherwise
-  // report as never received when it closes.
+  // report as never received when it closes. Not after an abort: the transport is not progressed
+  // then (failed calls' receives may still point into their freed frames).
+  if (aborted()) return;
   try {
     transport_->progress();
     for (int p = 0; p < static_cast<int>(notices_in_.size()); ++p)
