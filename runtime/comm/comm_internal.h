@@ -218,12 +218,13 @@ class Engine {
   };
   /// Sends w's wait notice to `peer`, and with it the peer's call `unmade` that this rank has not made.
   void send_notice(WorkState& w, int peer, const WaitNotice* unmade = nullptr);
-  /// Posts a notice receive for every peer (re-posted as each arrives).
+  /// Posts a notice receive for every peer (re-posted as each arrives: post_notice_receive).
   void post_notice_receives();
+  void post_notice_receive(int peer);
   /// Takes the peers' notices that arrived and judges them; false when one failed a call (and
   /// aborted the engine). Every kNoticeLook at most, from step_all and start.
   bool look_at_notices(Clock::time_point now);
-  bool judge_notice(int peer, const WaitNotice& n, Clock::time_point now);
+  bool judge_notice(int peer, const WaitNotice& n);
   std::vector<const CommunicatorImpl*> live_comms_;
   WorkState* waiting_in_ = nullptr;  // the call this thread waits for (drive), and since when
   Clock::time_point waiting_since_{};

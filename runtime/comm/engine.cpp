@@ -53,8 +53,8 @@ Engine::~Engine() {
   try {
     transport_->progress();
     for (int p = 0; p < static_cast<int>(notices_in_.size()); ++p)
-      for (auto& slot = notices_in_[static_cast<size_t>(p)]; slot && slot->request->done();)
-        slot->request = transport_->irecv(p, tags::kWaitNotice, &slot->notice, sizeof(WaitNotice));
+      while (notices_in_[static_cast<size_t>(p)] && notices_in_[static_cast<size_t>(p)]->request->done())
+        post_notice_receive(p);
   } catch (...) {
     // a transport that already failed has nothing to take
   }
@@ -112,10 +112,14 @@ void Engine::post_notice_receives() {
   notices_in_.resize(static_cast<size_t>(transport_->size()));
   for (int p = 0; p < transport_->size(); ++p) {
     if (p == transport_->rank()) continue;
-    auto& slot = notices_in_[static_cast<size_t>(p)];
-    slot = std::make_unique<NoticeIn>();
-    slot->request = transport_->irecv(p, tags::kWaitNotice, &slot->notice, sizeof(WaitNotice));
+    notices_in_[static_cast<size_t>(p)] = std::make_unique<NoticeIn>();
+    post_notice_receive(p);
   }
+}
+
+void Engine::post_notice_receive(int peer) {
+  auto& slot = *notices_in_[static_cast<size_t>(peer)];
+  slot.request = transport_->irecv(peer, tags::kWaitNotice, &slot.notice, sizeof(WaitNotice));
 }
 
 bool Engine::look_at_notices(Clock::time_point now) {
@@ -126,14 +130,14 @@ bool Engine::look_at_notices(Clock::time_point now) {
     // Every notice that arrived (a failed receive: the peer is lost, which is found elsewhere).
     while (slot && slot->request->done()) {
       const WaitNotice n = slot->notice;
-      slot->request = transport_->irecv(p, tags::kWaitNotice, &slot->notice, sizeof(WaitNotice));
-      if (!judge_notice(p, n, now)) return false;
+      post_notice_receive(p);
+      if (!judge_notice(p, n)) return false;
     }
   }
   return true;
 }
 
-bool Engine::judge_notice(int peer, const WaitNotice& n, Clock::time_point /*now*/) {
+bool Engine::judge_notice(int peer, const WaitNotice& n) {
   const CommunicatorImpl* comm = nullptr;
   for (const auto* c : live_comms_)
     if (c->identity == n.identity) comm = c;
