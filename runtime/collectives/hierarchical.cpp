@@ -208,18 +208,38 @@ comm::Task reduce_scatter_over_hosts(Group& g, std::string_view collective, cons
   if (b.reordered()) b.to_host_order(send, reordered.data());
   const char* source = b.reordered() ? reordered.data() : send;
   // Host h's blocks, summed over this host's ranks: the block of rank j on host h lands on
-  // this host's rank j (one shared-memory reduce-scatter per host).
+  // this host's rank j (one shared-memory reduce-scatter per host)...
   Scratch partial(b.at.back() * es);
-  for (int h = 0; h < b.views.layout.hosts; ++h) {
+  const int hosts = b.views.layout.hosts, host = b.views.cross.rank();
+  std::vector<char> summed(static_cast<size_t>(hosts), 0);
+  auto sum_on_host = [&](int h) -> comm::Task {
     comm::Task reduce =
         shm_reduce_scatter(b.views.local, collective, source + b.host_offset(h) * es,
                            partial.data() + b.at[h] * es, Blocks(b.of_host(h)), dtype, op);
     co_await comm::run(reduce);
+    summed[static_cast<size_t>(h)] = 1;
+  };
+  // The sums run in the order the ring sends them: host - 1's first, this host's own last. Every
+  // rank of a host takes that order whatever its network schedule (that depends on its blocks).
+  auto sum_all = [&]() -> comm::Task {
+    for (int k = 1; k <= hosts; ++k) {
+      comm::Task sum = sum_on_host(((host - k) % hosts + hosts) % hosts);
+      co_await comm::run(sum);
+    }
+  };
+  comm::Task sums = sum_all();
+  // ...and the hosts' partial sums of each block meet on its rank: on a ring, while the host's
+  // ranks still sum the later blocks.
+  if (b.network != Algorithm::ring) {
+    co_await comm::run(sums);
+    comm::Task reduce = message_reduce_scatter(b.network, b.views.cross, collective, partial.data(),
+                                               out, b.across, dtype, op);
+    co_await comm::run(reduce);
+    co_return;
   }
-  // The hosts' partial sums of each block meet on its rank.
-  comm::Task reduce =
-      message_reduce_scatter(b.network, b.views.cross, collective, partial.data(), out, b.across, dtype, op);
-  co_await comm::run(reduce);
+  comm::Task ring = ring_reduce_scatter(b.views.cross, collective, partial.data(), out, b.across,
+                                        dtype, op, 0, &summed);
+  co_await comm::together(sums, ring);
 }
 
 comm::Task all_gather_over_hosts(Group& g, std::string_view collective, const char* send,

@@ -44,7 +44,7 @@ comm::Task direct_reduce_scatter(Group& g, std::string_view collective, const ch
 
 comm::Task ring_reduce_scatter(Group& g, std::string_view collective, const char* send, char* out,
                                std::vector<size_t> counts, DType dtype, ReduceOp op,
-                               uint32_t step) {
+                               uint32_t step, const std::vector<char>* ready) {
   const int n = g.size(), r = g.rank();
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
@@ -62,7 +62,9 @@ comm::Task ring_reduce_scatter(Group& g, std::string_view collective, const char
   char* buffers[2] = {partials.data(), partials.data() + largest};
 
   std::vector<transport::RequestPtr> current, previous;
+  auto own = [&](int b) { return comm::until([ready, b] { return (*ready)[static_cast<size_t>(b)] != 0; }); };
   const int first = forwarded(0);
+  if (ready) co_await own(first);
   for (Chunk c : Chunks(counts[first], chunk))
     current.push_back(g.isend(right, step, send + (off[first] + c.first) * es, c.count * es));
   for (int s = 0; s + 1 < n; ++s) {
@@ -76,6 +78,7 @@ comm::Task ring_reduce_scatter(Group& g, std::string_view collective, const char
     std::vector<ExpectedReceive> receives;
     for (Chunk c : Chunks(counts[b], chunk))
       receives.push_back(post_receive(g, left, step, in + c.first * es, c.count * es));
+    if (ready) co_await own(b);
     size_t i = 0;
     for (Chunk c : Chunks(counts[b], chunk)) {
       co_await received(collective, receives[i++]);

@@ -44,9 +44,11 @@ comm::Task direct_reduce_scatter(Group& g, std::string_view collective, const ch
                                  char* out, std::vector<size_t> counts, DType dtype, ReduceOp op,
                                  uint32_t step);
 /// Same result by a ring: n-1 rounds, each forwarding a partial sum to the right neighbour in
-/// pipelined chunks (half types round each partial to the element type).
+/// pipelined chunks (half types round each partial to the element type). With `ready`, block b of
+/// send is read only once ready[b] is set (by a task run beside it that still writes send).
 comm::Task ring_reduce_scatter(Group& g, std::string_view collective, const char* send, char* out,
-                               std::vector<size_t> counts, DType dtype, ReduceOp op, uint32_t step);
+                               std::vector<size_t> counts, DType dtype, ReduceOp op, uint32_t step,
+                               const std::vector<char>* ready = nullptr);
 
 /// The message schedule `a` (direct or ring) of a reduce-scatter.
 comm::Task message_reduce_scatter(Algorithm a, Group& g, std::string_view collective,

@@ -168,6 +168,31 @@ struct SubTaskAwaiter : AwaiterBase<SubTaskAwaiter> {
   }
 };
 
+/// Steps two sub-tasks side by side; a failure of either resumes the awaiting coroutine, which
+/// rethrows it (the other is then abandoned, as any sub-task of a failed call is).
+struct TogetherAwaiter : AwaiterBase<TogetherAwaiter> {
+  Task* first;
+  Task* second;
+  std::exception_ptr error;
+  bool ready() override {
+    try {
+      const bool a = first->step();
+      const bool b = second->step();
+      return a && b;
+    } catch (...) {
+      error = std::current_exception();
+      return true;
+    }
+  }
+  int blocking_peer() const override {
+    const int p = first->blocking_peer();
+    return p >= 0 ? p : second->blocking_peer();
+  }
+  void await_resume() {
+    if (error) std::rethrow_exception(error);
+  }
+};
+
 }  // namespace detail
 
 /// `co_await all_of(std::move(requests))`: resumes when every request finished; throws CommError
@@ -191,6 +216,15 @@ inline detail::ConditionAwaiter until(std::function<bool()> condition, int peer 
 inline detail::SubTaskAwaiter run(Task& sub) {
   detail::SubTaskAwaiter a;
   a.sub = &sub;
+  return a;
+}
+
+/// `co_await together(a, b)`: runs two sub-schedules at once (e.g. a shared-memory phase feeding a
+/// network phase) until both finished.
+inline detail::TogetherAwaiter together(Task& first, Task& second) {
+  detail::TogetherAwaiter a;
+  a.first = &first;
+  a.second = &second;
   return a;
 }
 
