@@ -4,8 +4,7 @@
 # run of each fuzz target (scripts/fuzz.sh), and a subset of the tests on that build: the C API,
 # the CPU kernels (their half-precision conversions take another path under clang 14: no
 # _Float16), every unit test and the integration tests of collectives, groups and split churn,
-# stranded calls and mismatches, and the TCP store. Not yet in CI: a few UBSan findings remain
-# (count-0 null pointers in a kernel test, an out-of-range enum read by the C API test).
+# stranded calls and mismatches, and the TCP store. Part of scripts/run-tests.sh.
 # Usage: scripts/asan-check.sh [build-dir] [fuzz-seconds]   (after setup-debian.sh installed clang)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs each libFuzzer target of a SEAM_FUZZ build (clang-check.sh's) for a while, side by side,
+# Runs each libFuzzer target of a SEAM_FUZZ build (asan-check.sh's) for a while, side by side,
 # from the committed corpus (test/fuzz/corpus/<target>/, read only: new inputs go to a scratch
 # folder), and prints each run's final stats; a crash, leak, timeout or out-of-memory input fails.
 # Usage: scripts/fuzz.sh build-dir [seconds] [target...]   (default: 60 s, every target)

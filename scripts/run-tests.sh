@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Sets everything up on a fresh Debian 12 machine and runs the whole test suite.
+# Sets everything up on a fresh Debian 12 machine and runs the whole test suite: the threaded
+# parts under ThreadSanitizer, the tree under clang with ASan + UBSan (warnings as errors) with a
+# 60 s run of each fuzz target and the unit and integration tests that build runs, then every
+# test on GCC's build (last, so the run ends with CTest's summary of the whole suite).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-debian.sh build
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+scripts/tsan-check.sh build-tsan
+scripts/asan-check.sh build-asan 60
 ctest --test-dir build --output-on-failure --timeout 600 -j 1
-scripts/clang-check.sh build-clang

@@ -1,4 +1,4 @@
-# Sourced by clang-check.sh: the sanitizer runtime options of the ASan + UBSan test run.
+# Sourced by asan-check.sh: the sanitizer runtime options of the ASan + UBSan test run.
 # halt_on_error/abort_on_error: a report fails the test process, not only its log.
 # detect_leaks=1: LeakSanitizer runs at every process's exit, under mpirun too (it stops the
 # process's threads with ptrace from a task of its own; it reported PMIx's leaks there), with the
