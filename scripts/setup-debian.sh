@@ -7,7 +7,7 @@ build_dir=${1:-build}
 
 sudo_cmd=""
 if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
-packages=(build-essential clang cmake pkg-config git
+packages=(build-essential clang libclang-rt-dev cmake pkg-config git
   libucx-dev ucx-utils libibverbs-dev rdma-core
   libpmix-dev libopenmpi-dev openmpi-bin
   libspdlog-dev libfmt-dev doctest-dev
