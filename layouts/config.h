@@ -59,11 +59,11 @@ struct Config {
   /// host memory) or "off" (always stage) [auto]
   std::string cuda_peer = "auto";
   /// SEAM_CUDA_NORM: how the device add + RMSNorm kernels hold a row: "shared" (in shared memory)
-  /// or "registers" (in registers where it fits, else in shared memory) [shared]
-  std::string cuda_norm = "shared";
+  /// or "registers" (in registers where it fits, else in shared memory) [registers]
+  std::string cuda_norm = "registers";
   /// SEAM_CUDA_NORM_PDL: 1 launches the device norm kernels as programmatic dependents of the
-  /// kernel before them (their launch overlaps its tail; they wait for its memory); 0 plainly [0]
-  int cuda_norm_pdl = 0;
+  /// kernel before them (their launch overlaps its tail; they wait for its memory); 0 plainly [1]
+  int cuda_norm_pdl = 1;
   /// SEAM_CUDA_NORM_THREADS: threads a row for the register rows, 32 to 1024; 0 = by the call's
   /// rows (benchmarks sweep it) [0]
   int cuda_norm_threads = 0;

@@ -66,7 +66,9 @@ mps_off() { echo quit | nvidia-cuda-mps-control >/dev/null 2>&1 || true; }
 # GPU_CHECK_CTEST_ARGS / GPU_CHECK_MPS_CTEST_ARGS: extra ctest arguments (e.g. -R np2) per run.
 has tests && run_tests no-mps ${GPU_CHECK_CTEST_ARGS:-}
 if has mps-tests || has perf; then mps_on; fi
-has mps-tests && run_tests mps ${GPU_CHECK_MPS_CTEST_ARGS:-${GPU_CHECK_CTEST_ARGS:-}}
+# Under MPS one test at a time: the device kernels of concurrent jobs spin on the same SMs, and
+# jobs that together hold more blocks than the GPU runs at once wait for each other until the deadline.
+has mps-tests && run_tests mps ${GPU_CHECK_MPS_CTEST_ARGS:-${GPU_CHECK_CTEST_ARGS:--j1}}
 
 if has perf; then
   "$build/bin/norm_perf_cuda" >"$logs/norm_perf_cuda.txt" 2>&1 || note "norm_perf_cuda: FAILED"

@@ -98,9 +98,6 @@ DeviceCommunicatorImpl::DeviceCommunicatorImpl(std::shared_ptr<comm::Communicato
   if (size > kMaxRanks)
     throw NotSupportedError("seam: device communicator: at most " + std::to_string(kMaxRanks) + " ranks, got " +
                             std::to_string(size));
-  if (host->impl().hosts)
-    throw NotSupportedError("seam: device communicator: its ranks span hosts; device collectives run among the "
-                            "ranks of one host");
   if (dev < 0) cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
   device = dev;
   cuda_check(cudaSetDevice(device), "cudaSetDevice");

@@ -33,11 +33,11 @@ namespace seam::device {
 
 class DeviceCommunicatorImpl;  // runtime-internal
 
-/// Device-memory collectives of `host`'s ranks on one host. In-place forms as on the host.
+/// Device-memory collectives of `host`'s ranks. In-place forms as on the host.
 class DeviceCommunicator {
  public:
-  /// Collective over host's ranks (all on one host). `device` is this rank's CUDA ordinal
-  /// (-1: the current device). Throws NotSupportedError if the ranks span hosts.
+  /// Collective over host's ranks. `device` is this rank's CUDA ordinal (-1: the current device).
+  /// Ranks on one host use peer memory; ranks spanning hosts stage every call through host memory.
   static std::shared_ptr<DeviceCommunicator> create(std::shared_ptr<comm::Communicator> host,
                                                     int device = -1);
   ~DeviceCommunicator();

@@ -107,20 +107,20 @@ TEST_CASE("device settings: defaults, accepted values, refusals naming the varia
   CHECK(c.cuda_algorithm.empty());
   CHECK(c.cuda_workspace_mb == 32);
   CHECK(c.cuda_peer == "auto");
-  CHECK(c.cuda_norm == "shared");
+  CHECK(c.cuda_norm == "registers");
   CHECK(c.cuda_norm_threads == 0);
-  CHECK(c.cuda_norm_pdl == 0);
+  CHECK(c.cuda_norm_pdl == 1);
   {
-    ScopedEnv e("SEAM_CUDA_NORM", "registers");
+    ScopedEnv e("SEAM_CUDA_NORM", "shared");
     ScopedEnv t("SEAM_CUDA_NORM_THREADS", "256");
-    CHECK(Config::from_env().cuda_norm == "registers");
+    CHECK(Config::from_env().cuda_norm == "shared");
     CHECK(Config::from_env().cuda_norm_threads == 256);
   }
   {
-    ScopedEnv e("SEAM_CUDA_NORM", "registers");
-    ScopedEnv p("SEAM_CUDA_NORM_PDL", "1");
-    CHECK(Config::from_env().cuda_norm == "registers");
-    CHECK(Config::from_env().cuda_norm_pdl == 1);
+    ScopedEnv e("SEAM_CUDA_NORM", "shared");
+    ScopedEnv p("SEAM_CUDA_NORM_PDL", "0");
+    CHECK(Config::from_env().cuda_norm == "shared");
+    CHECK(Config::from_env().cuda_norm_pdl == 0);
   }
   for (const char* taken : {"one_shot", "two_shot"}) {
     ScopedEnv e("SEAM_CUDA_ALGO", taken);
