@@ -28,7 +28,7 @@ for i in "${!targets[@]}"; do
   t=${targets[$i]}
   if wait "${pids[$i]}"; then
     echo "fuzz $t: ${seconds} s, no finding"
-    grep -E '^stat::number_of_executed_units|^#[0-9]+ *DONE' "$scratch/$t/log" || true
+    grep -E '^stat::number_of_executed_units|^#[0-9]+[[:space:]]+DONE' "$scratch/$t/log" || true
   else
     status=1
     echo "fuzz $t: FAILED"
