@@ -14,11 +14,9 @@ namespace {
 constexpr size_t kDefaultSmallMessageBytes = 64 * 1024;
 // All-reduces of this many ranks or more weigh direct by what each rank sends, its whole buffer
 // to n-1 peers, and up to kHalvingBytes take recursive halving and doubling: 2 log2(n) messages
-// against the ring's 2 (n-1), for the same bytes. Xeon, one rank per host over TCP (SEAM_HOSTNAME,
-// the loopback), medians of two rounds, us: at 8 ranks 16 KiB direct 100-104, halving 64-65, ring
-// 147-165; 64 KiB direct 615-630, ring 154-195, halving 88-91; 256 KiB ring 247-304, halving
-// 516-533. At 16 ranks 16 KiB halving 85-87 against direct 216-227; at 4 ranks 16 KiB direct
-// 37-40 against halving 41-47, 64 KiB halving 63-64 against ring 89-92 (`bench/RESULTS.md`).
+// against the ring's 2 (n-1), for the same bytes. Timed over TCP between hosts at 4 to 16 ranks,
+// halving beat direct wherever direct's n-1 whole-buffer sends add up (all but the smallest calls
+// at 4 ranks), and the ring up to about kHalvingBytes; above it the ring's pipeline wins.
 constexpr int kHalvingRanks = 4;
 constexpr size_t kHalvingBytes = 128 * 1024;
 

@@ -1,8 +1,6 @@
 // Whether the host of this virtual machine is stealing its CPUs' time now. While it is, a rank's
-// automatic helper threads stand down: with one helper a rank, the 8 ranks on the GPU host's 16
-// vCPUs keep every vCPU busy, so whichever vCPU the host takes holds up a call's slowest part;
-// without helpers half the vCPUs stay free to absorb it (bench/RESULTS.md, fourteenth and
-// fifteenth sessions).
+// automatic helper threads stand down: with helpers every vCPU is busy, so whichever vCPU the
+// host takes holds up a call's slowest part; without them spare vCPUs absorb the theft.
 #pragma once
 
 #include <chrono>

@@ -14,23 +14,11 @@
 // medians even and the slowest 4 MiB row 1.4 ms against 4.2).
 //
 // Where no core is to spare, a spin delays no peer, and a sleep can cost more than the wait: on
-// the 2-vCPU Sapphire Rapids dev VM (2 ranks), while its host ran other guests, waits that
-// slept lasted past the 1 ms ceiling (so the budget stayed near 50 us), each late wake-up made
-// the peer's wait long enough to sleep too, and the host's steal of the VM's time was 15-55%
-// while the collectives ran, against 0-6% with a longer spin.
-// 2 ranks, bf16 all-gather, three runs each (bench/raw/dev-spr-spin-setting-s23.txt):
-// SEAM_SPIN_US=50, 4 MiB 507-3140 us, 16 MiB 3.1-12.4 ms, 0.05-3.4 sleeps a call; a 10 ms spin
-// 495-687 us and 3.1-3.4 ms, no sleeps. With its host's steal at 0-3%, 10 ms still won there
-// (float all-reduce 16 MiB 3.8 ms against 4.7, with 0.08 sleeps a call against 0.60; 1 MiB
-// 110 us against 143, neither sleeping; bench/raw/dev-spr-spin-steal-gated-ab-s24.txt).
-// Where cores are to spare (for helper threads), the budget grows up to 1 ms, as before 10 ms
-// was tried: on the GPU host's 16-vCPU Xeon, 2 and 8 ranks, unbound, 10 ms made no row faster
-// beyond noise, and 2-rank float reduce-scatters of 16 MiB took 546-645 us instead of 366-430
-// in 8 runs of 13, against 2 of 13 with 1 ms (medians 581 and 394 us, their timed calls
-// sleeping 0.00-0.05 times a call either way; three device calls, bench/raw/xeon-s23d-spin-ab.txt,
-// xeon-s24a-spin-ab.txt, xeon-s24b-spin-gate-and-table.txt). How the spin acted there, outside the
-// timed calls, was not measured. Ranks bound one to a core (Open MPI's default at 2 ranks) leave
-// none to spare and get the 10 ms spin; not measured on the Xeon.
+// a VM whose host runs other guests, waits that slept outlasted the 1 ms ceiling and each late
+// wake-up made the peer sleep too, so the 10 ms spin ran faster and slept less. Where cores are
+// to spare (for helper threads), 10 ms made no row faster and some large calls slower, so the
+// budget grows up to 1 ms there. Ranks bound one to a core (Open MPI's default at 2 ranks) leave
+// none to spare and get the 10 ms spin.
 //
 // Where ranks outnumber cores, or a peer ran on this core during the wait (Engine::drive), a
 // wait that outlasted kMaxSpin (the peers were really busy, maybe on this core) halves the

@@ -1,8 +1,11 @@
 // seam_info: what this Seam build and machine offer: version, configuration (every SEAM_*
 // setting as it would apply now), bootstrap, transports, CPU features, CUDA.
+// `seam_info --variables` prints only the SEAM_* names, one a line (the README's configuration
+// table is checked against them: test/tools/config_table_check.cmake).
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -138,7 +141,18 @@ void print_cuda() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--variables") == 0) {
+    // The names alone, from the defaults: the environment's values play no part.
+    for (const auto& line : seam::Config{}.describe())
+      std::printf("%s\n", line.substr(0, line.find('=')).c_str());
+    return 0;
+  }
+  if (argc > 1) {
+    std::fprintf(stderr, "seam_info: unknown argument %s\nusage: seam_info [--variables]\n",
+                 argv[1]);
+    return 2;
+  }
   std::printf("Seam %s\n", SEAM_VERSION);
   try {
     const auto& config = seam::Config::get();

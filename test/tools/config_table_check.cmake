@@ -1,0 +1,101 @@
+# Keeps the README's configuration table in step with the settings Seam reads:
+#   cmake -DREADME=<README.md> -DCONFIG_SOURCE=<layouts/config.cpp> -P config_table_check.cmake
+#         -- <seam_info>
+# Passes only when the SEAM_* names `seam_info --variables` prints, the names layouts/config.cpp
+# reads from the environment, and the names of the table under the README's "## Configuration"
+# heading (one backticked name in the first cell of each row) are the same set, each once.
+include(${CMAKE_CURRENT_LIST_DIR}/../command_after_dashes.cmake)
+if(NOT command OR NOT DEFINED README OR NOT DEFINED CONFIG_SOURCE)
+  message(FATAL_ERROR "usage: cmake -DREADME=<file> -DCONFIG_SOURCE=<file> -P "
+                      "config_table_check.cmake -- <seam_info>")
+endif()
+
+# Fails naming the names one list has and the other lacks, and any name listed twice.
+function(compare_names what_a a what_b b)
+  set(only_a ${a})
+  set(only_b ${b})
+  if(b)
+    list(REMOVE_ITEM only_a ${b})
+  endif()
+  if(a)
+    list(REMOVE_ITEM only_b ${a})
+  endif()
+  set(unique_a ${a})
+  list(REMOVE_DUPLICATES unique_a)
+  set(unique_b ${b})
+  list(REMOVE_DUPLICATES unique_b)
+  list(LENGTH a count_a)
+  list(LENGTH unique_a unique_count_a)
+  list(LENGTH b count_b)
+  list(LENGTH unique_b unique_count_b)
+  list(JOIN only_a ", " only_a)
+  list(JOIN only_b ", " only_b)
+  set(problems "")
+  if(only_a)
+    string(APPEND problems "\n  in ${what_a} but not in ${what_b}: ${only_a}")
+  endif()
+  if(only_b)
+    string(APPEND problems "\n  in ${what_b} but not in ${what_a}: ${only_b}")
+  endif()
+  if(NOT count_a EQUAL unique_count_a)
+    string(APPEND problems "\n  ${what_a} names a variable twice")
+  endif()
+  if(NOT count_b EQUAL unique_count_b)
+    string(APPEND problems "\n  ${what_b} names a variable twice")
+  endif()
+  if(problems)
+    message(FATAL_ERROR "SEAM_* variables out of step:${problems}")
+  endif()
+endfunction()
+
+# What seam_info lists.
+execute_process(COMMAND ${command} --variables OUTPUT_VARIABLE listed ERROR_VARIABLE errors
+                RESULT_VARIABLE rc TIMEOUT 30)
+if(NOT rc STREQUAL "0")
+  message(FATAL_ERROR "seam_info --variables: exit status ${rc}\n${errors}")
+endif()
+string(REGEX MATCHALL "SEAM_[A-Z0-9_]+" info_names "${listed}")
+if(NOT info_names)
+  message(FATAL_ERROR "seam_info --variables printed no SEAM_* name:\n${listed}")
+endif()
+
+# What layouts/config.cpp reads (env_string / env_int / env_threshold of a SEAM_* name).
+file(READ "${CONFIG_SOURCE}" config_text)
+string(REGEX MATCHALL "env_[a-z]+\\(\"SEAM_[A-Z0-9_]+\"" reads "${config_text}")
+set(config_names "")
+foreach(read IN LISTS reads)
+  string(REGEX MATCH "SEAM_[A-Z0-9_]+" name "${read}")
+  list(APPEND config_names "${name}")
+endforeach()
+
+# The README's table: the rows of the "## Configuration" section whose first cell is a backticked
+# SEAM_* name.
+file(READ "${README}" readme)
+string(FIND "${readme}" "\n## Configuration" start)
+if(start EQUAL -1)
+  message(FATAL_ERROR "${README}: no \"## Configuration\" section")
+endif()
+string(SUBSTRING "${readme}" ${start} -1 section)
+string(SUBSTRING "${section}" 1 -1 rest)
+string(FIND "${rest}" "\n## " end)
+if(NOT end EQUAL -1)
+  math(EXPR end "${end} + 1")
+  string(SUBSTRING "${section}" 0 ${end} section)
+endif()
+string(REGEX MATCHALL "\n\\| *`SEAM_[^|\n]*\\|" first_cells "${section}")
+set(table_names "")
+foreach(cell IN LISTS first_cells)
+  string(REGEX MATCHALL "SEAM_[A-Z0-9_]+" names "${cell}")
+  list(LENGTH names count)
+  if(NOT count EQUAL 1)
+    string(STRIP "${cell}" cell)
+    message(FATAL_ERROR "${README}: one variable a row, not: ${cell}")
+  endif()
+  list(APPEND table_names ${names})
+endforeach()
+
+compare_names("seam_info --variables" "${info_names}" "layouts/config.cpp" "${config_names}")
+compare_names("seam_info --variables" "${info_names}" "the README's configuration table"
+              "${table_names}")
+list(LENGTH info_names count)
+message("${count} SEAM_* variables, the same in seam_info, layouts/config.cpp and the README")
