@@ -23,6 +23,14 @@ namespace seam::sim {
 using boundary::rows::GroupKind;
 using boundary::rows::ProcessGroups;
 
+StageShards stage_shards(const Topology& t) {
+  StageShards s;
+  s.attention = {0, t.attn_tp};
+  s.dense = t.dense_ffn_fully_dp() ? Shard{0, 1} : Shard{0, t.tp};
+  s.experts = {0, t.moe_ep, 0, t.moe_tp};
+  return s;
+}
+
 namespace {
 
 // The shard of stage `kind`'s work this rank computes, and the group its partial sums over (none:
@@ -98,9 +106,10 @@ struct Lane {
 // until the next boundary has consumed it — the whole forward.
 class StackRun {
  public:
-  StackRun(const Model& model, SimStack& stack, ProcessGroups& groups, bool capture, Device device,
+  StackRun(const Model& model, SimStack& stack, ProcessGroups& groups, bool capture, Device device, Fault fault,
            ForwardOutput& result)
-      : model_(model), stack_(stack), groups_(groups), capture_(capture), device_(device), result_(result) {}
+      : model_(model), stack_(stack), groups_(groups), capture_(capture), device_(device), fault_(fault),
+        result_(result) {}
 
   const boundary::BoundPath& path(int64_t i, const Lane& lane) const {
     return stack_.stage(i).plan().path(lane.batch->facts.variant());
@@ -146,12 +155,27 @@ class StackRun {
 
  private:
   // The model computes on host: device rows cross over and back.
-  void compute(int64_t i, const Tensor& in, std::span<const int64_t> token_ids, Shard shard, const Tensor& out) const {
-    if (!device_.is_cuda()) return model_.compute(i, in, token_ids, shard, out);
+  void compute(int64_t i, const Tensor& in, std::span<const int64_t> token_ids, Shard shard, const Tensor& out) {
+    if (!device_.is_cuda()) {
+      model_.compute(i, in, token_ids, shard, out);
+      corrupt(i, shard, out);
+      return;
+    }
     const residual::OwnedTensor host_in = residual::OwnedTensor::clone(in, Device::cpu());
     const residual::OwnedTensor host_out = residual::OwnedTensor::zeros(out.dtype, out.rows, out.cols);
     model_.compute(i, host_in.view, token_ids, shard, host_out.view);
+    corrupt(i, shard, host_out.view);
     kernels::copy(host_out.view, out);
+  }
+
+  // The injected fault (ForwardOptions::fault), on host rows.
+  void corrupt(int64_t i, Shard shard, const Tensor& partial) {
+    if (fault_ == Fault::none || shard.count * shard.inner_count == 1) return;
+    if (faulty_stage_ < 0) faulty_stage_ = i;
+    if (i != faulty_stage_ || shard.index != shard.count - 1 || shard.inner != shard.inner_count - 1) return;
+    const float factor = fault_ == Fault::scale ? 1.01f : fault_ == Fault::drop ? 0.0f : 2.0f;
+    for (int64_t r = 0; r < partial.rows; ++r)
+      for (int64_t c = 0; c < partial.cols; ++c) store(partial, r, c, load(partial, r, c) * factor);
   }
 
   Tensor keep(residual::OwnedTensor t) {
@@ -164,6 +188,8 @@ class StackRun {
   ProcessGroups& groups_;
   bool capture_;
   Device device_;
+  Fault fault_;
+  int64_t faulty_stage_ = -1;
   ForwardOutput& result_;
   std::deque<residual::OwnedTensor> storage_;  ///< a deque: views stay valid as it grows
 };
@@ -252,7 +278,7 @@ ForwardOutput run_forward(const Model& model, SimStack& stack, std::span<Runners
   if (static_cast<int>(runners.size()) != options.microbatches)
     throw ValueError("run_forward needs one set of stage runners per microbatch");
   ForwardOutput result;
-  StackRun run(model, stack, groups, options.capture, options.device, result);
+  StackRun run(model, stack, groups, options.capture, options.device, options.fault, result);
   const ReplicaRows whole_rows = replica_rows(batch.facts);
   Lane whole{&batch, {}, &whole_rows, &runners[0]};
 

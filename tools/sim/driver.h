@@ -40,6 +40,9 @@ struct ForwardOutput {
   residual::OwnedTensor residual;  ///< the residual the final norm read
 };
 
+/// How the parallel run cuts each stage kind's work (what the reference sums).
+StageShards stage_shards(const Topology& topology);
+
 /// One StageRunner per stage of the partition. A runner's buffers hold the values it hands on for
 /// one live stream at a time, so interleaved microbatches need a set each (the plan is shared).
 using Runners = std::vector<std::unique_ptr<boundary::StageRunner>>;
@@ -62,10 +65,16 @@ struct TboSplit {
 };
 TboSplit tbo_split(SimStack& stack, const Topology& topology, BatchVariant variant);
 
+/// Test-only corruption of one rank's partial, which the comparison must catch: the last shard of
+/// the partition's first stage that sums partials scales its partial by 1.01, drops it (zeros) or
+/// counts it twice.
+enum class Fault { none, scale, drop, twice };
+
 struct ForwardOptions {
   bool capture = false;  ///< every attention stage's prepare also captures its updated residual (§4.4)
   int microbatches = 1;  ///< 2: two-batch overlap — split at tbo_split(), interleave, merge
   Device device{};       ///< where the boundary's tensors live (the model computes on host)
+  Fault fault = Fault::none;
 };
 
 /// Runs the partition on the batch `batch.facts` describes (this replica's embeddings as input), with

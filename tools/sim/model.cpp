@@ -136,6 +136,21 @@ void Model::compute(int64_t stage, const Tensor& input, std::span<const int64_t>
   }
 }
 
+void Model::compute_sum(int64_t stage, const Tensor& input, std::span<const int64_t> token_ids, Shard shards,
+                        const Tensor& out) const {
+  Buffer storage(static_cast<size_t>(out.rows * out.cols) * dtype_size(out.dtype) + 64);
+  const Tensor partial = storage.as_tensor(out.dtype, out.rows, out.cols);
+  std::vector<float> sum(static_cast<size_t>(out.rows * out.cols), 0.0f);
+  for (int i = 0; i < shards.count; ++i)
+    for (int j = 0; j < shards.inner_count; ++j) {
+      compute(stage, input, token_ids, {i, shards.count, j, shards.inner_count}, partial);
+      for (int64_t r = 0; r < out.rows; ++r)
+        for (int64_t c = 0; c < out.cols; ++c) sum[static_cast<size_t>(r * out.cols + c)] += load(partial, r, c);
+    }
+  for (int64_t r = 0; r < out.rows; ++r)
+    for (int64_t c = 0; c < out.cols; ++c) store(out, r, c, sum[static_cast<size_t>(r * out.cols + c)]);
+}
+
 void Model::linear(int64_t stage, const Tensor& input, Shard shard, const Tensor& out) const {
   const int64_t h = config_.hidden;
   const float* w = weights_[static_cast<size_t>(stage)].data();

@@ -41,6 +41,12 @@ struct Shard {
   int inner_count = 1;
 };
 
+/// How many shards each stage kind's work is cut into (indices 0), from the topology.
+struct StageShards {
+  Shard attention, dense, experts;
+  Shard of(char kind) const { return kind == 'F' ? dense : kind == 'E' ? experts : attention; }
+};
+
 class Model {
  public:
   explicit Model(const ModelConfig& config);
@@ -57,6 +63,11 @@ class Model {
   /// token of row r, or -1 for a padding row (its output is zero).
   void compute(int64_t stage, const Tensor& input, std::span<const int64_t> token_ids, Shard shard,
                const Tensor& out) const;
+  /// out := the whole stage as the parallel run forms it: every shard's partial (shards.count x
+  /// shards.inner_count), each rounded to the activation dtype, summed in FP32 in shard order and
+  /// rounded once.
+  void compute_sum(int64_t stage, const Tensor& input, std::span<const int64_t> token_ids, Shard shards,
+                   const Tensor& out) const;
 
  private:
   void linear(int64_t stage, const Tensor& input, Shard shard, const Tensor& out) const;

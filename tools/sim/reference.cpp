@@ -14,7 +14,7 @@ kernels::RmsNormSpec norm_of(const Model& model, int64_t stage) {
 }
 }  // namespace
 
-ReferenceOutput run_reference(const Model& model, int64_t tokens) {
+ReferenceOutput run_reference(const Model& model, int64_t tokens, const StageShards& shards) {
   const ModelConfig& cfg = model.config();
   const size_t bytes = static_cast<size_t>(tokens * cfg.hidden) * dtype_size(cfg.dtype) + 64;
   ReferenceOutput ref;
@@ -32,7 +32,7 @@ ReferenceOutput run_reference(const Model& model, int64_t tokens) {
   kernels::rms_norm(ref.residual, norm_of(model, 0), input);
   for (int64_t s = 0; s < model.stage_count(); ++s) {
     ref.stage_residuals.push_back(residual::OwnedTensor::clone(ref.residual));
-    model.compute(s, input, ids, Shard{}, out);
+    model.compute_sum(s, input, ids, shards.of(model.kind(s)), out);
     // The next stage's input (or the final norm's output) from the updated residual.
     const Tensor& next = s + 1 < model.stage_count() ? input : ref.output;
     kernels::add_rms_norm(out, ref.residual, nullptr, norm_of(model, s + 1), next);

@@ -22,6 +22,6 @@ struct ReferenceOutput {
 };
 
 /// Runs `model` on tokens 0 .. tokens-1.
-ReferenceOutput run_reference(const Model& model, int64_t tokens);
+ReferenceOutput run_reference(const Model& model, int64_t tokens, const StageShards& shards);
 
 }  // namespace seam::sim

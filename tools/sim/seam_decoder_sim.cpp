@@ -202,11 +202,17 @@ int run(int argc, char** argv) {
   std::vector<Runners> runners;
   for (int m = 0; m < args.microbatches; ++m) runners.push_back(bind_runners(stack, groups));
   const ForwardOutput out = run_forward(model, stack, runners, groups, handoff, batch,
-                                       {.capture = args.capture, .microbatches = args.microbatches, .device = where.device()});
+                                       {.capture = args.capture,
+                                        .microbatches = args.microbatches,
+                                        .device = where.device(),
+                                        .fault = args.fault == "scale"   ? Fault::scale
+                                                 : args.fault == "drop"  ? Fault::drop
+                                                 : args.fault == "twice" ? Fault::twice
+                                                                         : Fault::none});
   where.finish();
 
   const int64_t total = std::accumulate(args.tokens.begin(), args.tokens.end(), int64_t{0});
-  const ReferenceOutput ref = run_reference(model, total);
+  const ReferenceOutput ref = run_reference(model, total, stage_shards(ctx.topology));
   const Tolerance tol = Tolerance::for_dtype(args.dtype, model.stage_count());
   std::vector<double> seen(2 * static_cast<size_t>(total), 0.0);
   const Comparison mine = check(out, ref, tol, seen);

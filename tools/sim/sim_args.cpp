@@ -20,6 +20,7 @@ void usage() {
       "         [--pp N] [--moe-ep N] [--dense-tp 1] [--input-scattered] [--policy ar|rs|rsv|rs+rsv|auto]\n"
       "         [--tokens a,b,...] [--padding max|sum|auto] [--dtype fp32|bf16] [--hidden N] [--seed N]\n"
       "         [--capture] [--microbatches 2] [--no-fusion] [--device cpu|cuda] [--quiet]\n"
+      "         [--inject-fault scale|drop|twice]\n"
       "  pattern letters: A attention, F dense FFN, E expert FFN, M single-stage mixer; the stack is the\n"
       "  pattern repeated --layers times. --tokens gives the real tokens of each attention-DP replica\n"
       "  (one entry per replica, 0 for an idle one). attn_tp = tp / (attn_dp * attn_cp).\n"
@@ -37,7 +38,9 @@ void usage() {
       "  --microbatches 2 runs two-batch overlap: each replica splits its rows into two microbatches with\n"
       "  their own streams and stage runners, interleaved stage by stage and merged before the norm / send.\n"
       "  The split comes after the first dense FFN followed by a sparse one (TBO_SPLIT), else at the\n"
-      "  partition's input.");
+      "  partition's input.\n"
+      "  --inject-fault (for tests) corrupts one rank's first partial: scaled\n"
+      "  by 1.01, dropped, or counted twice; the run must then FAIL.");
 }
 
 // Bounds on the flags' values: the simulator allocates stages x hidden x tokens, and products of
@@ -85,6 +88,11 @@ SimArgs parse_sim_args(int argc, char** argv) {
     else if (flag == "--capture") a.capture = true;
     else if (flag == "--microbatches") a.microbatches = in.int_number(1, 2);
     else if (flag == "--quiet") a.quiet = true;
+    else if (flag == "--inject-fault") {
+      a.fault = in.value();
+      if (a.fault != "scale" && a.fault != "drop" && a.fault != "twice")
+        throw ValueError("--inject-fault must be scale, drop or twice");
+    }
     else if (flag == "--device") {
       const std::string d = in.value();
       if (d != "cpu" && d != "cuda") throw ValueError("--device must be cpu or cuda");

@@ -33,6 +33,7 @@ struct SimArgs {
   bool fusion = true;                  ///< offer Seam's host fused all-reduce + add + RMSNorm candidate
   bool quiet = false;                  ///< print only the verdict
   bool cuda = false;                   ///< --device cuda: the boundaries on this rank's GPU
+  std::string fault;                   ///< --inject-fault: "", scale, drop or twice (tests only)
 
   /// The stack's stage letters (pattern x layers).
   std::string stages() const;
