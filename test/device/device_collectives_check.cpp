@@ -1,7 +1,8 @@
-// Integration check under mpirun (or the TCP store) on one host's GPUs: every device collective x
+// Integration check under mpirun (or the TCP store) on the GPUs of one host or more: every device collective x
 // dtype x op x in/out of place x counts (0, 1, 7, unaligned, 1000, 1 KiB ... with --large 64 MiB;
 // uneven reduce-scatterv / all-gatherv blocks with zeros), each equal bit for bit to the rank-order
-// FP32 reference and checked against the host communicator's result on the same data; the fused
+// FP32 reference (the staged path: to the host communicator's result on the same data, which it
+// runs) and checked against the host communicator's result; the fused
 // all-reduce + add + RMSNorm (and its FP8 read) against all-reduce followed by the norm kernel;
 // CUDA-graph capture of several calls replayed 100 times with inputs changed in place; refused
 // arguments; two streams at once; and with --cycles N, N create/destroy cycles that must leak
@@ -150,6 +151,7 @@ long run_case(DeviceCommunicator& dev, comm::Communicator& host, const Case& c, 
       host.broadcast(host_out.data(), c.count, c.dtype, root).wait();
       break;
   }
+  const bool staged = dev.path() == "staged";
   long wrong = 0;
   for (size_t i = 0; i < recv_n; ++i) {
     float want;
@@ -164,11 +166,17 @@ long run_case(DeviceCommunicator& dev, comm::Communicator& host, const Case& c, 
         want = element(c.dtype, owner, i, c.seed);
       }
     }
-    // The reference rounds once to the dtype; the device must give exactly that.
+    // The reference rounds once to the dtype; the device must give exactly that. A staged
+    // communicator runs the host communicator's own collective, whose two-level sums across hosts
+    // take another order: it must give the host's bits.
     uint32_t want_bits[1] = {0}, got_bits[1] = {0}, host_bits[1] = {0};
     store(c.dtype, want_bits, 0, want);
     std::memcpy(got_bits, got.data() + i * e, e);
     std::memcpy(host_bits, host_out.data() + i * e, e);
+    if (staged) {
+      want_bits[0] = host_bits[0];
+      want = load(c.dtype, host_out.data(), i);
+    }
     if (got_bits[0] != want_bits[0] && wrong++ == 0)
       std::fprintf(stderr, "  rank %d %s: element %zu is %g, want %g\n", me, describe(c).c_str(), i,
                    load(c.dtype, got.data(), i), want);
