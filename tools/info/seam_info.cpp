@@ -1,7 +1,8 @@
 // seam_info: what this Seam build and machine offer: version, configuration (every SEAM_*
 // setting as it would apply now), bootstrap, transports, CPU features, CUDA.
 // `seam_info --variables` prints only the SEAM_* names, one a line (the README's configuration
-// table is checked against them: test/tools/config_table_check.cmake).
+// table is checked against them: test/tools/config_table_check.cmake); `seam_info --explain
+// COLLECTIVE BYTES RANKS` which algorithm such a call takes (explain.h).
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "kernels/reduce/reduce.h"
 #include "layouts/config.h"
 #include "runtime/bootstrap/bootstrap.h"
+#include "tools/info/explain.h"
 #include "transports/ucx/ucx_transport.h"
 
 namespace {
@@ -148,8 +150,22 @@ int main(int argc, char** argv) {
       std::printf("%s\n", line.substr(0, line.find('=')).c_str());
     return 0;
   }
+  if (argc >= 2 && std::strcmp(argv[1], "--explain") == 0) {
+    if (argc != 5) {
+      std::fprintf(stderr, "seam_info: usage: seam_info --explain COLLECTIVE BYTES RANKS\n");
+      return 2;
+    }
+    try {
+      seam::info::explain(argv[2], argv[3], argv[4]);
+      return 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "seam_info: %s\n", e.what());
+      return 2;
+    }
+  }
   if (argc > 1) {
-    std::fprintf(stderr, "seam_info: unknown argument %s\nusage: seam_info [--variables]\n",
+    std::fprintf(stderr,
+                 "seam_info: unknown argument %s\nusage: seam_info [--variables | --explain COLLECTIVE BYTES RANKS]\n",
                  argv[1]);
     return 2;
   }

@@ -1,0 +1,83 @@
+#include "tools/info/explain.h"
+
+#include <cstdio>
+#include <string>
+
+#include "layouts/config.h"
+#include "layouts/errors.h"
+#include "runtime/collectives/selection.h"
+#include "tools/common/cli.h"
+#if SEAM_HAVE_CUDA
+#include "runtime/device/select.h"
+#endif
+
+namespace seam::info {
+namespace {
+
+using collectives::Algorithm;
+using collectives::Collective;
+
+Collective collective_of(const std::string& name) {
+  for (Collective c : {Collective::all_reduce, Collective::reduce_scatter, Collective::reduce_scatterv,
+                       Collective::all_gather, Collective::all_gatherv, Collective::broadcast, Collective::scatterv,
+                       Collective::barrier})
+    if (collectives::collective_name(c) == name) return c;
+  throw ValueError("--explain: unknown collective '" + name +
+                   "' (all_reduce, reduce_scatter, reduce_scatterv, all_gather, all_gatherv, broadcast, scatterv, "
+                   "barrier)");
+}
+
+// "64M" = 64 MiB: the perf binaries' size suffixes K, M, G.
+size_t bytes_of(const std::string& text) {
+  size_t unit = 1;
+  std::string digits = text;
+  if (!text.empty()) {
+    const char s = text.back();
+    unit = s == 'K' ? size_t{1} << 10 : s == 'M' ? size_t{1} << 20 : s == 'G' ? size_t{1} << 30 : 1;
+    if (unit > 1) digits.pop_back();
+  }
+  return static_cast<size_t>(cli::parse_int("--explain BYTES", digits, 0, int64_t{1} << 40)) * unit;
+}
+
+std::string name(Algorithm a) { return std::string(collectives::algorithm_name(a)); }
+
+}  // namespace
+
+void explain(const char* collective, const char* bytes_text, const char* ranks_text) {
+  const Collective c = collective_of(collective);
+  const size_t bytes = bytes_of(bytes_text);
+  const int ranks = static_cast<int>(cli::parse_int("--explain RANKS", ranks_text, 1, 1 << 16));
+  auto row = [](const std::string& where, const std::string& what) {
+    std::printf("  %-40s %s\n", (where + ":").c_str(), what.c_str());
+  };
+  std::printf("%s of %zu bytes (all ranks' blocks) on %d ranks, under the current SEAM_* settings:\n", collective,
+              bytes, ranks);
+  const Algorithm local = choose_algorithm(c, ranks, bytes, "shm");
+  row("host, one host (shm)",
+      name(local) + (local == Algorithm::shm ? " (the schedule is tuned per size class among the slots and single-copy; "
+                                               "SEAM_SHM_SCHEDULE forces one; SharedHostMemory buffers go zero-copy)"
+                                             : ""));
+  row("host, one rank a host (ucx)", name(choose_algorithm(c, ranks, bytes, "ucx")));
+  if (ranks >= 4 && ranks % 2 == 0) {
+    const int per_host = ranks / 2;
+    const Algorithm two = choose_algorithm(c, ranks, bytes, "shm+ucx", true);
+    std::string what = name(two);
+    if (two == Algorithm::hierarchical)
+      what += " (shared memory on each host, then " +
+              name(collectives::message_algorithm(c, bytes / static_cast<size_t>(per_host), 2)) +
+              " between the hosts on each rank's 1/" + std::to_string(per_host) + " share)";
+    row("host, 2 hosts of " + std::to_string(per_host) + " ranks (shm+ucx)", what);
+  }
+#if SEAM_HAVE_CUDA
+  row("device, one host (peer memory)",
+      c == Collective::all_reduce
+          ? std::string(device::algo_name(device::select_all_reduce(bytes, ranks, Config::get().cuda_algorithm))) +
+                " (SEAM_CUDA_ALGO overrides)"
+          : "the " + std::string(collective) + " kernel through the workspaces");
+  row("device, across hosts or no peer access", "staged through pinned host memory, then the host path above");
+#else
+  row("device", "not built (no nvcc at build time)");
+#endif
+}
+
+}  // namespace seam::info
