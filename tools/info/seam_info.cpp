@@ -195,6 +195,10 @@ int main(int argc, char** argv) {
   for (const auto& t : seam::ucx::available_transports()) tls += (tls.empty() ? "" : ", ") + t;
   std::printf("  ucx:              UCX %s; %s\n", seam::ucx::version().c_str(),
               tls.empty() ? "no transport found" : tls.c_str());
+  std::printf("  ucx CUDA memory:  %s\n",
+              seam::ucx::cuda_memory_supported()
+                  ? "supported by this UCX (unused: device calls across hosts stage through pinned host memory)"
+                  : "not supported by this UCX: device calls across hosts stage through pinned host memory");
 
   section("CPU:");
   __builtin_cpu_init();

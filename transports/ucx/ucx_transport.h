@@ -44,5 +44,8 @@ class UcxTransport : public transport::Transport {
 std::string version();
 /// The transports UCX finds on this machine, as "transport/device" (e.g. "tcp/eth0", "posix/memory").
 std::vector<std::string> available_transports();
+/// Whether the UCX found at run time moves CUDA device memory itself (built with CUDA support).
+/// Seam does not use it yet: device calls across hosts stage through pinned host memory.
+bool cuda_memory_supported();
 
 }  // namespace seam::ucx
