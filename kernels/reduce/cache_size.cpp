@@ -48,8 +48,7 @@ double fastest_copy_us(char* dst, const char* src, Store store) {
 
 /// Whether the caches hold a kCopyProbeBytes copy: cached stores then beat streaming ones, which
 /// go to memory. Where they do not, the streaming stores' saving (no read of each destination
-/// line) shows. (2-vCPU Sapphire Rapids VM, sysfs L3 105 MiB, one process: copies from 2 MiB
-/// streamed faster, 8 MiB 796 against 934 us, 16 MiB 1837 against 3109; 1 MiB 71 against 56.)
+/// line) shows.
 bool copy_probe_cached() {
   struct Free {
     void operator()(char* p) const { std::free(p); }

@@ -12,7 +12,7 @@ size_t last_level_cache_bytes();
 /// The last-level cache a large copy can count on: last_level_cache_bytes(), or only
 /// kCopyProbeBytes where a copy of that size ran faster with streaming stores than with cached
 /// ones (a VM whose host's other guests hold the cache). Measured once per process, on the
-/// first call (about 10 ms).
+/// first call.
 size_t usable_last_level_cache_bytes();
 /// The copy usable_last_level_cache_bytes() times: past any L2, within any real share of an L3.
 inline constexpr size_t kCopyProbeBytes = size_t{8} << 20;

@@ -18,8 +18,8 @@ class ShmRegion;
 /// kHelpedBytes run on the calling thread alone.
 class Helpers {
  public:
-  /// Waking helpers and handing them work costs a few microseconds, and a sleeping vCPU's wake
-  /// up to 250 us: calls below this size never ask.
+  /// Waking helpers and handing them work has a fixed cost, and a sleeping vCPU is slow to wake:
+  /// calls below this size never ask.
   static constexpr size_t kHelpedCallBytes = size_t{1} << 20;
   /// Operations below this size run whole on the calling thread.
   static constexpr size_t kHelpedBytes = 256 * 1024;

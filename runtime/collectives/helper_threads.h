@@ -1,11 +1,9 @@
 // Threads that take parts of a rank's copies and folds in large shared-memory calls, on cores its
-// rank leaves idle. One thread copies at a per-core rate (10-12 GB/s at 8 ranks on the 16-core
-// GPU host), well below what the memory system gives two threads a rank (memcpy, all at once:
-// 8 processes 82-95 GB/s, 16 processes 117-139). While a call holds them (begin_call to
-// end_call) helpers poll for parts, yielding their core between looks once a look found none
-// for a while, and sleep only after kCallIdle without work (a wait for the peers inside a call
-// may be long, and a slept vCPU took 100-250 us to run again on the GPU host); outside calls
-// they sleep on a futex after kIdle.
+// rank leaves idle. One thread copies at a per-core rate, well below what the memory system
+// gives two threads a rank. While a call holds them (begin_call to end_call) helpers poll for
+// parts, yielding their core between looks once a look found none for a while, and sleep only
+// after kCallIdle without work (a wait for the peers inside a call may be long, and a slept vCPU
+// is slow to run again); outside calls they sleep on a futex after kIdle.
 #pragma once
 
 #include <chrono>

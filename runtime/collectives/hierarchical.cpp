@@ -68,9 +68,8 @@ class Turn {
 };
 
 /// All-reduces on even hosts up to this size take two waits (see all_reduce_over_hosts), though every rank
-/// then sends the whole buffer over the network, not its 1/L share. 2 hosts x 4 ranks of the
-/// Xeon, TCP on the loopback: 1-8 KiB 14-24 us against 25-38 with three waits, 16 KiB even,
-/// 64 KiB 113-173 against 49-51.
+/// then sends the whole buffer over the network, not its 1/L share: up to here the wait saved
+/// costs more than the extra bytes.
 constexpr size_t kTwoWaitBytes = 16 * 1024;
 
 /// The two views of a call: this rank's host, and the ranks with its place on theirs.

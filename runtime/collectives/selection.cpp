@@ -14,9 +14,9 @@ namespace {
 constexpr size_t kDefaultSmallMessageBytes = 64 * 1024;
 // All-reduces of this many ranks or more weigh direct by what each rank sends, its whole buffer
 // to n-1 peers, and up to kHalvingBytes take recursive halving and doubling: 2 log2(n) messages
-// against the ring's 2 (n-1), for the same bytes. Timed over TCP between hosts at 4 to 16 ranks,
-// halving beat direct wherever direct's n-1 whole-buffer sends add up (all but the smallest calls
-// at 4 ranks), and the ring up to about kHalvingBytes; above it the ring's pipeline wins.
+// against the ring's 2 (n-1), for the same bytes. Halving beats direct wherever direct's n-1
+// whole-buffer sends add up (all but the smallest calls at 4 ranks), and the ring up to about
+// kHalvingBytes; above it the ring's pipeline wins.
 constexpr int kHalvingRanks = 4;
 constexpr size_t kHalvingBytes = 128 * 1024;
 
@@ -38,17 +38,11 @@ bool two_level_fits(Collective c, const Group& g) {
 constexpr size_t kTwoRankShmBroadcastBytes = 64 * 1024;
 
 /// Whether a broadcast among `ranks` local ranks takes the message schedules rather than shared
-/// memory (shm_broadcast). From three ranks shared memory wins at every size (Xeon, 8 ranks:
-/// 1 KiB 3.6-3.8 us against direct's 8.5-8.6, 1 MiB 140-154 against the ring's 240-285, 64 MiB
-/// 13.6-16.8 ms against 17.9). At two ranks a small broadcast is one message, which the shm
-/// transport moves without the root waiting for its peer (2000 calls, us: Xeon 4 KiB 0.50-0.63
-/// against the slots' 1.36-1.74, 16 KiB 1.15-1.21 against 2.48-2.94, 32 KiB 2.0-2.2 against
-/// 4.0-4.4; dev 4 KiB 0.36 against 0.96, 16 KiB 0.90 against 1.97, 32 KiB 1.68 against
-/// 3.09-3.19). From kTwoRankShmBroadcastBytes they take the gather, whose single-copy schedule
+/// memory (shm_broadcast). From three ranks shared memory wins at every size. At two ranks a
+/// small broadcast is one message, which the shm transport moves without the root waiting for
+/// its peer. From kTwoRankShmBroadcastBytes they take the gather, whose single-copy schedule
 /// (where the ranks may read each other's memory, and the tuner measures it faster) has both
-/// cores copy, the root writing part of the buffer into its peer while the peer reads the rest
-/// (dev, against one message, 200 calls: 64 KiB 2.85 us against 3.67, 256 KiB 6.1 against 9.9,
-/// 1 MiB 19.5 against 50.7, 4 MiB 207 against 361).
+/// cores copy, the root writing part of the buffer into its peer while the peer reads the rest.
 bool broadcast_by_messages(int ranks, size_t bytes) {
   return ranks == 2 && bytes < kTwoRankShmBroadcastBytes;
 }

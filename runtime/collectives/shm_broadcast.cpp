@@ -23,14 +23,12 @@
 namespace seam::collectives {
 namespace {
 
-/// Broadcasts up to this size take the eager schedule. (Xeon, 8 ranks, 2000 calls, against the
-/// gather of the root's block, us: 1 KiB 1.46-1.50 against 1.73-1.83, 2 KiB 1.58-1.71 against
-/// 1.77-1.95; 4-16 KiB even: 16 KiB 3.9-4.4 against 3.8-4.5.)
+/// Broadcasts up to this size take the eager schedule; past it the gather of the root's block
+/// does as well.
 constexpr size_t kEagerBytes = 16 * 1024;
 
-/// Where the ranks outnumber their cores, broadcasts up to this size go as messages. (Dev, 4
-/// ranks on 2 vCPUs, 2000 calls, us: 1 KiB 0.33 against the eager schedule's 2.8-2.9, 4 KiB 0.9
-/// against 3.1-3.4, 16 KiB 2.0 against 4.8-5.0, 64 KiB 7.6-8.2 against the gather's 12.1-12.4.)
+/// Where the ranks outnumber their cores, broadcasts up to this size go as messages: the root
+/// does not wait for peers that are off their cores.
 constexpr size_t kMessagesWhenOversubscribedBytes = 64 * 1024;
 
 comm::Task eager_broadcast(Group& g, ShmRegion& region, char* buffer, size_t count, DType dtype,

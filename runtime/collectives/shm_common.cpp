@@ -56,13 +56,8 @@ CallSignature signature_of(Collective c, DType dtype, ReduceOp op, std::span<con
 }
 
 /// The most last-level cache store_for counts on. Inside VMs sysfs reports the host's whole
-/// L3, which other guests share: 480 MiB for the 2-vCPU dev VM, 300 MiB for the GPU host's 16
-/// vCPUs. Both kept results in cache profitably up to calls of 64 MiB on all ranks together
-/// (2 ranks x 32 MiB) and streamed them faster from 128 MiB (2 x 64 MiB, 8 x 16 MiB). The cap
-/// applies on bare metal too, unmeasured there: dev, 2 ranks, 64 MiB all-reduce 14.9 -> 11.9 ms,
-/// all-gather 9.3-9.8 -> 7.6-7.8 ms, while at 32 MiB cached stores kept the reduce-scatter
-/// 1.1-1.2x faster; GPU host, 8 ranks, 64 MiB all-gather 17.8-19.1 -> 11.4-12.0 ms, 16 MiB
-/// all-reduce 8.4-9.5 -> 6.0-8.3 ms.
+/// L3, which other guests share; counting it whole would keep results in cache past where
+/// streaming them is faster. The cap applies on bare metal too, though it was only timed in VMs.
 constexpr size_t kCountedCacheBytes = size_t{32} << 20;
 
 namespace {

@@ -43,28 +43,21 @@ inline uint64_t rounds_for(size_t elements, size_t per_round) {
   return elements ? ceil_div(elements, per_round) : 1;
 }
 
-/// The smallest rounds whose places move (slot_place): from 1 KiB, since claim_next_place took
-/// back what moving cost below 2 KiB (dev, 2 ranks, 50,000 calls: all-reduce 1 KiB 0.62-0.63 ->
-/// 0.45-0.47 us, all-gather 2 KiB 0.68-0.70 -> 0.49-0.52); reduce-scatters from 2 KiB, whose
-/// 1 KiB calls still lost (0.58-0.60 -> 0.61-0.65).
+/// The smallest rounds whose places move (slot_place): from 1 KiB, since claim_next_place makes
+/// moving pay there; reduce-scatters only from 2 KiB, as their 1 KiB calls still lose by moving.
 constexpr size_t kPlacedFromBytes = 1024, kScatterPlacedFromBytes = 2048;
 
 /// The places of small rounds span the slot's first 64 KiB; larger rounds take at least four
-/// places, up to ShmRegion::kPlacedBytes. (Dev, 2 ranks, 2000 calls, against two places in 64
-/// KiB: all-gatherv 32 KiB, blocks of 11 and 21 KiB, 3.59-3.62 us -> 2.65-2.73; reduce-scatter
-/// 32 KiB 3.33-3.35 -> 2.47-2.49. 128 KiB for every round slowed 1 KiB all-gathers by 15%.)
+/// places, up to ShmRegion::kPlacedBytes: two places are too few to keep off the peer's lines,
+/// and a wider window for every round spreads small calls over more lines than they need.
 constexpr size_t kPlacesWindowBytes = 64 * 1024, kLeastPlaces = 4;
 
 /// Where in its slot each round of `bytes` puts them (alike on every rank): among two ranks, from
 /// `from_bytes` up to half of ShmRegion::kPlacedBytes (small calls, and the short last round of a
 /// long all-reduce), at the next place of the slot's head, round after round, so that a writer
 /// seldom rewrites lines its peer has just read (it would wait for them to be taken back from the
-/// peer's cache first); otherwise at the start. 2 ranks, 2000 calls: dev all-gather 4 KiB
-/// 1.15-1.32 -> 0.96-0.97 us, 32 KiB 3.10 -> 2.36-2.42, all-reduce 2 KiB 1.08-1.10 -> 1.00-1.02,
-/// 32 KiB 5.74-5.78 -> 3.94-3.97, reduce-scatter 4 KiB 1.24-1.26 -> 1.05-1.06; Xeon all-reduce
-/// 32 KiB 7.4-8.0 -> 5.3-5.4, all-gather 32 KiB 4.1-4.2 -> 3.5-3.6, 4 KiB even to 1.16x slower
-/// (all-gatherv). At 8 ranks it lost (Xeon all-gather 32 KiB 5.2-6.5 -> 7.8 us). Those figures
-/// are from 2 KiB; kPlacedFromBytes says why smaller rounds move now.
+/// peer's cache first); otherwise at the start. Among more ranks moving places costs more than
+/// it saves.
 struct SlotPlaces {
   size_t stride = 0;  ///< bytes from one place to the next
   size_t count = 1;   ///< places in the window; 1: every round at the start
@@ -92,10 +85,7 @@ inline size_t slot_place(int ranks, uint64_t round, size_t bytes, size_t slot_by
 }
 
 /// The largest rounds whose next place is claimed ahead (claim_next_place). Past it, the claims
-/// cost more than they saved: 2-rank EPYC, 5000 calls, pairs of runs, without them against
-/// with: all-gather 8-64 KiB 0.66-0.85x the time, reduce-scatter 4-64 KiB 0.74-0.95x,
-/// all-reduce 4-64 KiB 0.82-0.91x; at 1-2 KiB they still won (all-reduce 1.17-1.20x slower
-/// without, all-gather 2 KiB 1.12x).
+/// cost more than they save; below it they spare the next round's stores the wait for the peer.
 constexpr size_t kClaimedBytes = 2048;
 
 /// Once this rank has filled its place of round `round` (`bytes` at `places`) and published it:
@@ -103,8 +93,7 @@ constexpr size_t kClaimedBytes = 2048;
 /// lines were last written rounds ago and the peer still holds them from its read; a store must
 /// take them back first, and the fence after the next round's copy (BufferExchange's look for
 /// sleepers) would wait for every one. Only where places move (a fixed place may still be read
-/// by the peer), and for rounds up to kClaimedBytes. (Dev, 2 ranks, 100,000 calls: 4 KiB
-/// all-gather 0.93-1.06 -> 0.65-0.73 us.)
+/// by the peer), and for rounds up to kClaimedBytes.
 inline void claim_next_place(const ShmRegion& region, int me, uint64_t round,
                              const SlotPlaces& places, size_t bytes) {
   if (!places.move() || bytes > kClaimedBytes) return;
@@ -140,33 +129,26 @@ inline PeerOrder peers_from(int me, int n, bool with_me) { return {me, n, n - 1 
 /// local ranks (`bytes` each) overflow the last-level cache, counted up to 32 MiB, twice over
 /// and this rank has not just read the destination lines (out-of-place reductions, gathers):
 /// writing through the cache would then first read every line from memory. Smaller results
-/// stay in cache for whoever reads them next. (2 ranks on a 32 MiB-L3 EPYC: cached stores
-/// 1.2-1.6x faster from 1 to 16 MiB, streaming ones 1.25x faster at 64 MiB all-gather.)
+/// stay in cache for whoever reads them next.
 kernels::Store store_for(size_t bytes, int ranks, bool destination_cached);
 /// store_for for the plain copies of gathers and the zero-copy reductions' results, counting only
 /// the cache this process's copy probe found usable (kernels::usable_last_level_cache_bytes), so
 /// ranks may differ: for local choices only. Out of place, a zero-copy reduction writes each line
-/// of the results whole and reads none, as a copy does. (Zero-copy against store_for, float: dev
-/// VM, whose probe counts 8 MiB, 2 ranks, three alternations, all-reduce 16 MiB 2.8-3.5 ms
-/// against 4.1-4.6, 32 MiB 6.0-6.5 against 8.8-9.0, reduce-scatter 32 MiB 4.0-4.8 against
-/// 5.6-6.3; GPU host's Xeon, likewise 8 MiB, 8 ranks, two: all-reduce 8 MiB 1.0-1.3 ms against
-/// 1.3-2.5; other rows within the noise.) The slot and single-copy reductions keep store_for: on
-/// the Xeon the probe streamed faster, as did 2-rank 16 MiB all-gathers (574 -> 339 us, medians
-/// of 6), but those reductions slowed (all-reduce 664 -> 903, reduce-scatter 375 -> 488). The
-/// probe runs once per process, inside the first call that needs it (about 10 ms); where the
-/// tuner times that call, it is one slow sample of several, and the tuner takes their median.
+/// of the results whole and reads none, as a copy does. The slot and single-copy reductions keep
+/// store_for: streaming by the probe's count sped their gathers up but slowed those reductions.
+/// The probe runs once per process, inside the first call that needs it; where the tuner times
+/// that call, it is one slow sample of several, and the tuner takes their median.
 kernels::Store copy_store_for(size_t bytes, int ranks, bool destination_cached);
 
 // The communicator's driver spins a while, then sleeps until a message arrives, a peer wakes
 // it, or 1 ms passes; flags in the region move no transport. So every publication is followed,
 // before the rank waits, by a look for peers marked asleep (Group::any_asleep: a fence and a line
 // per peer that only changes when it sleeps). Only where one sleeps, and every rank's flag of
-// the round is there, the ring. A sleeper is woken once, when its round is complete (a halted
-// vCPU took 100-250 us to run again on the GPU host: a ring per publication woke each sleeper up
-// to n - 1 times a round, and 1 KiB calls at 8 ranks went to 500 us). Every publisher whose flag
-// a sleeper's last look missed finds its mark (the fences pair); of those, the last to pass its
-// fence sees every flag, so one rings. A wait for one rank alone (rank_ready) is rung by that
-// rank's publication (wake_sleepers).
+// the round is there, the ring. A sleeper is woken once, when its round is complete: a halted
+// vCPU is slow to run again, and a ring per publication would wake it up to n - 1 times a round.
+// Every publisher whose flag a sleeper's last look missed finds its mark (the fences pair); of
+// those, the last to pass its fence sees every flag, so one rings. A wait for one rank alone
+// (rank_ready) is rung by that rank's publication (wake_sleepers).
 
 /// The exception `part` threw, or none. A schedule whose part touches the peers' buffers hands
 /// it to BufferExchange::finish, so that a rank that failed still waits until no peer touches

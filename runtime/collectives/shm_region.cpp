@@ -279,9 +279,7 @@ CallSignature ShmRegion::signature_of(int rank, uint64_t round) const {
 size_t shm_slot_bytes() {
   if (Config::get().chunk_bytes) return Config::get().chunk_bytes;
   // Half the core's L2, 256 KiB to 1 MiB: a round stays in the writer's L2 until the peers read
-  // it, and the rounds (each a wait for every rank) are as few as that allows. 8 ranks on the
-  // Xeon (2 MiB L2): 1 MiB slots 10-30% faster than 256 KiB; 2 ranks on the EPYC (1 MiB L2):
-  // 512 KiB faster at most sizes.
+  // it, and the rounds (each a wait for every rank) are as few as that allows.
   return std::clamp(kernels::l2_cache_bytes() / 2, size_t{256} << 10, size_t{1} << 20);
 }
 

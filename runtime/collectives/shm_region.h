@@ -55,8 +55,7 @@ class ShmRegion {
   }
   /// The head of every input slot through which two ranks' small calls move from call to call
   /// (slot_place). attach() maps its pages in: a first touch there would cost a page fault on
-  /// each side in the middle of a call (dev, 2 ranks, all-gather 4 KiB, the first 41 calls:
-  /// 2.78-3.00 us a call against 1.11-1.31 with the pages mapped).
+  /// each side in the middle of a call.
   static constexpr size_t kPlacedBytes = 128 * 1024;
   /// The bytes of one rank's flags in the segment (its Flags, padded to two cache lines).
   static constexpr size_t kFlagsBytes = 128;

@@ -32,10 +32,8 @@ using Schedule = ScheduleTuner::Schedule;
 
 /// The largest all-reduce through the slots that every rank folds whole rather than in shares:
 /// shares pay a second wait per round, the whole buffer costs each rank a read of every rank's
-/// slot, which grows with the ranks. Xeon, forced, 1000 calls, us: 4 ranks, 1 KiB whole 1.65-1.74
-/// against shares' 2.38-2.40, 4 KiB even, 8 KiB 4.7-5.3 against 4.4-4.5, 16 KiB 9.8-9.9 against
-/// 6.2-6.3; 8 ranks, shares win from 1 KiB (3.2-3.3 against 3.9-4.1; 16 KiB 11.2-11.8 against
-/// 27.9-29.0); 2 ranks, whole up to 32 KiB.
+/// slot, which grows with the ranks. So the whole fold pays only for small calls, the fewer the
+/// ranks the larger, and not at all past four ranks.
 size_t whole_fold_bytes(int ranks) {
   if (ranks == 2) return 32 * 1024;
   return ranks <= 4 ? 4 * 1024 : 0;
@@ -50,8 +48,7 @@ bool all_reduce_in_shares(size_t bytes, int ranks, Schedule chosen) {
 }
 
 /// Calls from this size whose buffers lie in SharedHostMemory take the zero-copy schedules;
-/// below, the slots' one wait beats their two (2-rank EPYC: 1 KiB 0.9 against 2.0 us, 16 KiB
-/// even, 64 KiB 11 against 4.8 us).
+/// below, the slots' one wait beats their two.
 constexpr size_t kZeroCopyBytes = 16 * 1024;
 
 /// This rank's handle for the `bytes` at `data` when a call of `call_bytes` may go zero-copy.
@@ -61,17 +58,12 @@ uint64_t zero_copy_handle(const void* data, size_t bytes, size_t call_bytes) {
 
 /// Where the region prefers single-copy reads (a fast kernel copy), the tuner falls back on them,
 /// and keeps them unless the slots measured faster by its margin, for calls from this size:
-/// gathers at any rank count, reductions at two ranks. (16-core Xeon: gathers 1.15-1.3x faster
-/// from 1 MiB at 2 ranks and from 4 MiB at 8; the 2-rank all-reduce 1.2-1.4x.)
+/// gathers at any rank count, reductions at two ranks.
 constexpr size_t kSingleCopyBytes = size_t{1} << 20;
 
-/// The same for reductions at more than two ranks, each with a core. (Xeon, 8 ranks, forced,
-/// medians, us: all-reduce 4 MiB 758 against the slots' 1160, 16 MiB 3307 against 3834, 64 MiB
-/// 18988 against 15521; reduce-scatter 447 against 707 at 4 MiB, 7849 against 10915 at 64 MiB;
-/// 1 MiB all-reduce 365 against 317. Explored in blocks of five calls, single-copy ran slower
-/// than in a row of them, and a slots fallback kept the slots at 4 MiB in 23 of 54 runs; with
-/// this one the tuner still took the slots at 64 MiB in 3 of 4. Where ranks outnumber cores,
-/// the slots won 1.4-4x: 4 ranks on the 2 dev vCPUs.)
+/// The same for reductions at more than two ranks, each with a core (where ranks outnumber
+/// cores the slots win). The tuner's short blocks of calls time single-copy slower than it runs
+/// in a row, so a slots fallback would keep the slots where they lose.
 constexpr size_t kSingleCopyReductionBytes = size_t{4} << 20;
 
 /// The schedule for a call of `bytes` on plain buffers: whichever the region's tuner measured
@@ -83,13 +75,9 @@ constexpr size_t kSingleCopyReductionBytes = size_t{4} << 20;
 /// Where the ranks outnumber their cores, gathers from kSingleCopyBytes take single-copy
 /// without a measurement, up to where the slots' results would stream (store_for): ranks take
 /// turns on the cores, so the bytes copied set the time, and single-copy copies each byte once
-/// where the slots copy it twice. The tuner's blocks of five calls could not tell: the slots'
-/// first calls in a row were fast, and it chose them for 4 MiB in 2 of 3 runs, which then took
-/// 1.0-1.3 ms a call. Past the cache the slots' streaming stores win, as the kernel's copy
-/// reads every destination line first. (4 ranks on the 2 dev vCPUs, pinned, out of place:
-/// 1 MiB 143-153 us against 222-224 through the slots, 4 MiB 633-647 against 1027-1037, 16 MiB
-/// 2.6-3.3 ms against 3.2-3.5; 32 MiB 8.6-8.8 against 6.3-7.1, 64 MiB 21.4-21.9 against
-/// 13.9-14.1; 256 KiB even, 64 KiB 15-18 us against 11.)
+/// where the slots copy it twice. The tuner's blocks of calls cannot tell: the slots' first
+/// calls in a row are fast, and it would choose them where they then run slow. Past the cache
+/// the slots' streaming stores win, as the kernel's copy reads every destination line first.
 ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes) {
   ScheduleTuner::Choice pinned;  // the slots
   if (const std::string& forced = Config::get().shm_schedule; !forced.empty()) {  // SEAM_SHM_SCHEDULE
@@ -134,10 +122,8 @@ constexpr double kUnevenBlocks = 1.5;
 /// Whether a reduce-scatter of these blocks through the slots folds even shares: only when
 /// SEAM_SHM_SCHEDULE says slots-balanced if it is set, else by kUnevenBlocks, and never where
 /// the ranks outnumber their cores: they take turns on the cores, so no rank waits for the
-/// largest block's owner while it folds, and the second wait costs a turn (4 ranks on the 2 dev
-/// vCPUs, blocks 1:2:3:4, float: 1 KiB 3.1 us against 5.0-7.3, 64 KiB 9.8-10.1 against
-/// 12.4-15.9, 256 KiB 31-34 against 38-57). (The tuner times either as "the slots": a size
-/// class's calls of even and uneven blocks share its samples.)
+/// largest block's owner while it folds, and the second wait costs a turn. (The tuner times
+/// either as "the slots": a size class's calls of even and uneven blocks share its samples.)
 bool folds_even_shares(const ShmRegion& region, std::span<const size_t> counts) {
   const std::string& forced = Config::get().shm_schedule;
   if (!forced.empty()) return forced == shm_variant_name(Schedule::slots_balanced);
@@ -436,7 +422,7 @@ comm::Task shm_all_gather_on(Group& g, RegionLease* held, std::string_view colle
   char* own = recv + off[me] * es;
   // A broadcast's root has nothing to copy out and returns while the others still copy its last
   // round, so explored calls end together: rank 0 times a call to its own end, and as the root
-  // it found the slots 5-10x faster than the peers did (2 ranks, dev, 256 KiB-1 MiB).
+  // it would find the slots far faster than its peers do.
   const bool end_together = kind == Kind::broadcast && choice.exploring;
   const size_t place_bytes = ceil_div(largest, rounds) * es;
   const SlotPlaces places = slot_places(n, place_bytes, region->slot_bytes());

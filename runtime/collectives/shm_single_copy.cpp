@@ -26,9 +26,7 @@ constexpr size_t kPageBytes = 4096;
 
 /// Single-copy reads move this much per peer and call, so that the peers' pieces of one chunk
 /// (and a folded chunk's copy) sit in L2 when the fold reads them: 256 KiB at 2 ranks, 64 KiB
-/// from 5. (Dev, 2 ranks, against 64 KiB: all-reduce 4 MiB 368-375 us against 416-424, 16 MiB
-/// 1.56-1.62 ms against 1.78; reduce-scatter 16 MiB 1.21-1.23 ms against 1.33-1.36. 512 KiB and
-/// 1 MiB were slower from 4 MiB.)
+/// from 5. Smaller chunks cost more kernel calls for the same bytes; larger ones leave L2.
 size_t single_copy_chunk_bytes(int ranks) {
   constexpr size_t kPerCall = 256 * 1024, kLeast = 64 * 1024;
   return std::max(kLeast, kPerCall / static_cast<size_t>(ranks - 1) / kPageBytes * kPageBytes);
@@ -41,11 +39,7 @@ size_t single_copy_chunk_bytes(int ranks) {
 /// steals; the choice is in the call's signature, so ranks configured apart fail with a
 /// MismatchError). A rank with more helpers copies at what the memory system gives whatever its
 /// share, and the writes into the peers' buffers that balancing adds cost more than the wait for
-/// the largest block. (Uneven blocks, out of place, balanced against not: dev, 2 ranks, no
-/// helpers, 16 MiB all-gatherv 1.39-1.44 ms against 1.47-1.56 in two alternations; Xeon, 8
-/// ranks, one helper each, 16 MiB bf16 reduce-scatterv 1.54-1.83 against 1.98-2.41 in two; Xeon,
-/// 2 ranks, three helpers each, medians of 12: 16 MiB float all-gatherv 622 us against 527,
-/// reduce-scatterv 697 against 603.)
+/// the largest block.
 bool balances_single_copy(const ShmRegion& region) {
   const std::string& forced = Config::get().shm_schedule;
   if (!forced.empty()) return forced == shm_variant_name(ShmVariant::single_copy_balanced);
@@ -84,14 +78,11 @@ using FoldedChunk = std::function<void(const char* folded, size_t begin, size_t 
 /// at a time into a cache-resident scratch, then folded in one pass. Where the store is cached
 /// and dst shares no byte with this rank's input (own's elements [first, first + count): out of
 /// place), the first peer's chunk is read into dst itself instead and folded over there: the
-/// kernel's copy writes whole lines, where the fold's stores into dst would first read each line
-/// (dev, 2 ranks, out of place, float, 100 calls, six alternations, their order swapped each
-/// time: all-reduce 4 MiB 372-377 us against 393-399, 16 MiB 1593-1672 against 1725-1801;
-/// reduce-scatter 16 MiB 1010-1049 against 1087-1135; bf16 alike). With `then`, each chunk is
-/// handed to it in cache: a streaming fold into dst would leave it in memory only, so the chunk
-/// is folded into the scratch too, each block streamed to dst from there while in L1; without
-/// dst, into the scratch alone. The helpers take runs of chunks (each with its scratch), `then`
-/// included.
+/// kernel's copy writes whole lines, where the fold's stores into dst would first read each line.
+/// With `then`, each chunk is handed to it in cache: a streaming fold into dst would leave it in
+/// memory only, so the chunk is folded into the scratch too, each block streamed to dst from there
+/// while in L1; without dst, into the scratch alone. The helpers take runs of chunks (each with its
+/// scratch), `then` included.
 void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char* own, char* dst,
                      size_t first, size_t count, DType dtype, ReduceOp op, kernels::Store store,
                      const Helpers& helpers, const FoldedChunk& then = {}) {
@@ -144,13 +135,8 @@ void fold_from_peers(const ShmRegion& region, uint64_t round, int me, const char
 
 /// The stores of a single-copy all-reduce's own share of the result: store_for's, counting the
 /// send and recv buffers both, which an out-of-place call walks together; so 2-rank results stay
-/// cached up to 16 MiB and stream from 32 MiB (with 32 MiB of last-level cache or more, as both
-/// hosts have). (Dev, 2 ranks, out of place, float, against streaming from L2 up, five
-/// alternations of six: 2 MiB 188-194 us against 204-251, 4 MiB 388-398 against 422-540, 8 MiB
-/// 803-816 against 855-1080; 32 MiB cached 6.0-6.3 ms against 4.8-5.6 streamed. The ninth
-/// session had measured streaming faster from 2 MiB, on that day's host and code. GPU host's
-/// Xeon, 2 ranks: within its noise; at 8 ranks, where only 2-4 MiB change, the tuner took the
-/// slots in most calls.)
+/// cached up to 16 MiB and stream from 32 MiB (with 32 MiB of last-level cache or more).
+/// Streaming as soon as a share leaves L2 loses while the buffers still fit the last level.
 kernels::Store single_copy_result_store(size_t bytes, int ranks, bool in_place) {
   return store_for(2 * bytes, ranks, in_place);
 }
@@ -160,8 +146,7 @@ kernels::Store single_copy_result_store(size_t bytes, int ranks, bool in_place) 
 /// Single-copy all-reduce in shares: every rank publishes its send and recv buffers, folds its
 /// share (1/n) of all ranks' inputs into its recv a chunk at a time, and writes each folded
 /// chunk into every peer's recv while it is in cache; a rank returns once every peer has read
-/// from it and written to it. (Against reading the peers' reduced shares after a second wait,
-/// dev, 2 ranks: 1 MiB 74-85 us against 110-112, in place 47-67 against 157-163.)
+/// from it and written to it: one wait, where reading the peers' reduced shares would take two.
 comm::Task single_copy_all_reduce(Group& g, RegionLease& region, const char* send, char* recv,
                                   size_t count, DType dtype, ReduceOp op, CallSignature signature) {
   const int n = g.size(), me = g.rank();
@@ -268,10 +253,9 @@ int sole_block(std::span<const size_t> counts) {
 /// elements, are `split`: the smaller block's owner writes it whole and reads part of the larger
 /// one, whose owner copies more into its own recv out of place (in place, half would even the
 /// ranks out; a rank does not know whether its peer calls in place): three quarters of the
-/// difference, as a kernel copy costs about twice a streaming one (a 64 MiB copy on 4 KiB pages,
-/// dev: 3.2-3.9 GB/s against 7.0-7.5), whole pages. A sole block (a broadcast's root, which
-/// copies nothing into its own recv) is split too, its owner writing its last 1/n. Otherwise
-/// each rank reads the others' blocks.
+/// difference, as a kernel copy costs about twice a streaming one, whole pages. A sole block (a
+/// broadcast's root, which copies nothing into its own recv) is split too, its owner writing its
+/// last 1/n. Otherwise each rank reads the others' blocks.
 size_t pushed_bytes(std::span<const size_t> counts, size_t es, int p, bool split) {
   const size_t mine = counts[p] * es;
   if (split) {
@@ -288,12 +272,8 @@ size_t pushed_bytes(std::span<const size_t> counts, size_t es, int p, bool split
 /// Single-copy gather: every rank writes the end of its block into every peer's recv
 /// (push_own_block) and reads the rest of the peers' blocks into place (pushed_bytes says where
 /// they split). Writing reads the source once for the own copy and all peers; reading keeps
-/// uneven blocks balanced at more ranks (each rank moves a whole result) and was faster at 8
-/// ranks. A rank returns once every peer has read from it or written to it. (Pushing against
-/// reading, out of place, 2 ranks: dev 1 MiB 29-32 us against 44-45, 16 MiB 1.04-1.21 ms against
-/// 1.36-1.45; Xeon 1 MiB 59-70 against 76-150, 4 MiB 371-376 against 426-771. 8-rank
-/// all-gatherv, Xeon, 16 MiB: 3.5-5.9 against 2.1-2.8. Two ranks with blocks 1:2, each writing
-/// its whole block: Xeon, 16 MiB 2.02 ms against 1.76-1.79 reading.)
+/// uneven blocks balanced at more ranks (each rank moves a whole result), where it wins. A rank
+/// returns once every peer has read from it or written to it.
 comm::Task single_copy_all_gather(Group& g, RegionLease& region, std::string_view collective,
                                   const char* send, char* recv, std::span<const size_t> counts,
                                   DType dtype, bool split, CallSignature signature) {

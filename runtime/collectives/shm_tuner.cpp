@@ -64,9 +64,8 @@ ScheduleTuner::Choice ScheduleTuner::choose(Kind kind, size_t bytes,
   const uint64_t call = e.calls++;
   if (call < explored) {
     // A block of calls per schedule, the first of each untimed: a call leaves the caches in
-    // the state its schedule's next call finds (alternating, the single-copy calls found the
-    // slots' state and lost to them on the Xeon at 2 ranks, 1 MiB all-gather, where in a row
-    // they were faster).
+    // the state its schedule's next call finds (alternating, each schedule would be timed in
+    // the other's state, and one faster in a row can lose).
     // A confirmation adds its samples to the first exploration's; a first exploration starts
     // afresh (done() cleared them at the last verdict already; this keeps the samples to two
     // explorations' worth, the array's size, whatever happened before).

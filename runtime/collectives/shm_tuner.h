@@ -3,9 +3,8 @@
 // writes the peers' buffers), and for all-reduces of two ranks, through the slots with each rank
 // folding the whole buffer (no shares: at two ranks it moves as many bytes between the cores as
 // shares do, for one wait instead of two). Which is faster depends on things only a measurement
-// shows: the kernel's copy speed, and where the host placed the ranks' cores (on the EPYC
-// development machine, 1-4 MiB all-gathers through the slots were 0.65x Open MPI with the vCPUs
-// close together and 4-5x with them far apart, where a single copy from memory stays at about 1x).
+// shows: the kernel's copy speed, and where the host placed the ranks' cores (the slots are fast
+// between cores close together and slow between far ones, where a single copy from memory is not).
 //
 // So calls of a size class (collective, power of two of bytes) first run each candidate
 // schedule a fixed number of times in a row; rank 0 times them (from the last rank's start) and
@@ -16,17 +15,11 @@
 // by which time rank 0, which wrote it at the end of the last explored call, has published in
 // the call between (no rank gets a call ahead of a peer's publication). The first exploration's
 // verdict is only tentative: rank 0 marks it so, every rank reads the mark at the same call and
-// the class explores once more; the verdict is then taken from the samples of both (dev
-// machine, 2 ranks, bf16 all-gather 16 MiB: one exploration in four chose the slots, which then
-// ran at 1.28x Open MPI, where single-copy ran at 0.8x; requiring the second verdict to agree
-// instead lost 64 KiB all-reduces, where single-copy and the slots folding the whole buffer are
-// close and both 1.5x faster than the fallback: it kept the fallback in 4 runs of 8). A verdict
-// that keeps the fallback is confirmed too, as a class's first exploration runs cold: on the Xeon,
-// 8 ranks, 4 MiB float all-reduce, single-copy's four timed calls of the first exploration took
-// 0.66, 0.32, 0.30 and 0.27 ns/B (medians of 86 runs), of the second 0.21-0.25, the slots'
-// 0.32-0.39 and 0.28-0.29; the first verdict alone kept the slots in 57 of the 86, which then
-// ran 1220 us a call against single-copy's 869. The classes explore again every kPeriod calls,
-// as the host may move the cores.
+// the class explores once more; the verdict is then taken from the samples of both: one
+// exploration alone too often picks the slower schedule, and requiring the second verdict to
+// agree would keep the fallback where two better candidates are close. A verdict that keeps the
+// fallback is confirmed too, as a class's first exploration runs cold and its first timed calls
+// are slow. The classes explore again every kPeriod calls, as the host may move the cores.
 #pragma once
 
 #include <array>
@@ -96,8 +89,7 @@ class ScheduleTuner {
   /// The decision from the median time per byte of each schedule's timed calls (kUnmeasured
   /// where it did not run): another must be more than 10% faster than the fallback to replace
   /// it. The median, not the fastest: a schedule that is fast at best but slow as often loses
-  /// to a steady one (dev machine, 64 MiB bf16 all-gathers: the slots, chosen by their fastest
-  /// call, then ran at 1.9x Open MPI's median).
+  /// to a steady one.
   static Schedule decide(const double (&typical)[kSchedules], Schedule fallback);
   /// The time per byte of a schedule that did not run in an exploration.
   static constexpr double kUnmeasured = 1e300;

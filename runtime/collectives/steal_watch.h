@@ -20,7 +20,7 @@ class StealWatch {
  public:
   using Clock = std::chrono::steady_clock;
   /// /proc/stat counts 10 ms ticks: a second of 2-16 vCPUs is 200-1600 of them, enough to tell
-  /// 1% of steal from none (bursts on the GPU host lasted minutes).
+  /// 1% of steal from none; steal comes in bursts far longer than a window.
   static constexpr Clock::duration kWindow = std::chrono::seconds(1);
   /// A reading this old judges nothing: its window would mix an old burst with the present.
   static constexpr Clock::duration kStale = 2 * kWindow;

@@ -408,15 +408,11 @@ void Engine::poll() {
 namespace {
 
 /// How often a spinning wait looks at the CPU it runs on and asks whether a peer last ran there
-/// (Transport::peer_on_cpu; a few nanoseconds, the peers' lines stay cached). A wait yields its
-/// core only to such a peer, at every turn: that peer cannot progress while the wait holds the
-/// core (2 ranks moved onto one dev vCPU: 1 KiB all-gathers took 102 us a call where waits held
-/// it, 2.6 where they yielded). Yielding to any task instead cost whole time slices: with a busy
-/// thread beside each of the 2 dev ranks (perf binaries' -L 1), each wait that yielded handed
-/// the core to it until the scheduler's next turn, and reduce-scatterv calls of 256 KiB-1 MiB
-/// took 4.0-8.0 ms (Open MPI's, spinning without yields, 0.06-0.33; Seam's, yielding to peers
-/// alone, 0.02-0.10). Unpinned ranks that the scheduler puts on one core after set-up are found
-/// once each has waited there.
+/// (Transport::peer_on_cpu; cheap, the peers' lines stay cached). A wait yields its core only
+/// to such a peer, at every turn: that peer cannot progress while the wait holds the core.
+/// Yielding to any task instead costs whole time slices: a wait that yields beside a busy thread
+/// hands the core to it until the scheduler's next turn. Unpinned ranks that the scheduler puts
+/// on one core after set-up are found once each has waited there.
 constexpr auto kCpuLook = std::chrono::microseconds(5);
 /// Looks at a shared-memory wait between two turns of the driver's loop (each a relax apart:
 /// well under a microsecond, so the transport, the clock and the deadlines wait no longer).
@@ -424,10 +420,9 @@ constexpr int kQuickLooks = 16;
 
 }  // namespace
 
-// A turn of the loop (transport progress, every operation's step, the clock) is about 430
-// instructions, and a flag that a peer set during one waited for its end before the task saw
-// it; a look at the flags alone is about 50. (Dev EPYC, 2 ranks, 1 KiB calls of about 0.35 us:
-// the loop's clock reads alone were 17% of the samples.)
+// A turn of the loop (transport progress, every operation's step, the clock) is long next to a
+// look at the flags, and a flag that a peer set during one waited for its end before the task
+// saw it; so a lone wait on shared memory looks at its flags a few times between turns.
 void Engine::look_again(WorkState& w) {
   if (outstanding_.size() != 1 || !w.task.waits_on_memory()) return cpu_relax();
   for (int k = 0; k < kQuickLooks; ++k) {

@@ -1,22 +1,19 @@
 // How long a waiting rank busy-polls before it sleeps on its transport. Sleeping is cheap for
-// the machine but costs the wake-up: on the GPU host's VM a halted vCPU took 100-250 us to
-// resume, so a rank that slept while its peers were only a few microseconds late came back
-// late itself, its peers outwaited their spin and slept in turn, and 1 KiB collectives settled
-// at 150-250 us instead of 5 (8 ranks, every rank one core). So the budget starts at
-// SEAM_SPIN_US and doubles after each wait that slept but would have ended within the longest
-// spin (a longer spin would have covered it), up to that spin: kMaxSpinNoneSpare where each
-// rank has a core of its own and none is to spare (the cores the local ranks may run on, the
-// union of their affinities, are as many as the ranks), kMaxSpin elsewhere. Where each rank has
-// a core, the budget keeps what it has grown to: halving it let late wake-ups sustain
-// themselves, each sleep making a peer's wait outlast the spin, which shortened the next spins
-// (GPU host, 8 ranks, float all-reduce: in a noisy period, 10 alternations, 4 MiB median 1.5 ms
-// against 3.2 with halving, though with heavy rows of its own, up to 10 ms; in 12 calm ones,
-// medians even and the slowest 4 MiB row 1.4 ms against 4.2).
+// the machine but costs the wake-up: in a VM a halted vCPU is slow to resume, so a rank that
+// slept while its peers were only a few microseconds late came back late itself, its peers
+// outwaited their spin and slept in turn, and small collectives settled at the wake-up's cost
+// rather than their own. So the budget starts at SEAM_SPIN_US and doubles after each wait that
+// slept but would have ended within the longest spin (a longer spin would have covered it), up to
+// that spin: kMaxSpinNoneSpare where each rank has a core of its own and none is to spare (the
+// cores the local ranks may run on, the union of their affinities, are as many as the ranks),
+// kMaxSpin elsewhere. Where each rank has a core, the budget keeps what it has grown to: halving it
+// let late wake-ups sustain themselves, each sleep making a peer's wait outlast the spin, which
+// shortened the next spins.
 //
 // Where no core is to spare, a spin delays no peer, and a sleep can cost more than the wait: on
 // a VM whose host runs other guests, waits that slept outlasted the 1 ms ceiling and each late
-// wake-up made the peer sleep too, so the 10 ms spin ran faster and slept less. Where cores are
-// to spare (for helper threads), 10 ms made no row faster and some large calls slower, so the
+// wake-up made the peer sleep too, so the 10 ms spin ran faster and slept less. Where cores are to
+// spare (for helper threads), the longer spin speeds nothing up and slows some large calls, so the
 // budget grows up to 1 ms there. Ranks bound one to a core (Open MPI's default at 2 ranks) leave
 // none to spare and get the 10 ms spin.
 //

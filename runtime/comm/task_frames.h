@@ -1,8 +1,8 @@
 // Where the coroutine frames of Tasks come from: per-thread free lists (seam::detail::FreeList)
 // by 64-byte size class, 16 frames a class at most (an exiting thread's are not returned). A
 // collective call makes one to three frames, and some are past the sizes malloc caches per
-// thread (a 2-rank 4 KiB all-gather's schedule takes 1232 bytes), so malloc's slower paths took
-// a few percent of every small call.
+// thread (a 2-rank 4 KiB all-gather's schedule takes 1232 bytes), so malloc's slower paths would
+// weigh on every small call.
 #pragma once
 
 #include <cstddef>

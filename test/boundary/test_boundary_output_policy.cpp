@@ -91,7 +91,8 @@ TEST_CASE("MiniCPM-V 4.5 is keyed by model_type and version, not by an architect
   }
   // The version belongs to minicpmv only: another model_type at 4.5 is not matched.
   CHECK(registry.resolve(ReductionPolicy::AUTO, {.model_type = "minicpmo", .version = "4.5"}) == ReductionPolicy::RS_RSV);
-  // An architecture name alone no longer matches, including the one Seam used to key it by.
+  // An architecture name alone does not match, not even one that names 4.5: only model_type and
+  // version do.
   CHECK(registry.resolve(ReductionPolicy::AUTO, {.architectures = {"MiniCPMV4_5ForConditionalGeneration"}}) ==
         ReductionPolicy::RS_RSV);
   CHECK(registry.resolve(ReductionPolicy::AUTO, {.architectures = {"MiniCPMV"}}) == ReductionPolicy::RS_RSV);

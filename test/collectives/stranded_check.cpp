@@ -7,8 +7,8 @@
 // After the disagreeing call each rank makes up to three valid all-reduces; the disagreement
 // must have ended in a MismatchError or CommError on every rank by then, within seconds (not
 // at the deadline). Then 5,000 valid calls of the same collective, each checked, past a 12-bit
-// sequence wrap (4,096 calls), where a stranded message used to be consumed: on the same world
-// where no rank's error aborted it (or none came), else on a fresh world.
+// sequence wrap (4,096 calls), where a stranded message could be taken by a later call: on the same
+// world where no rank's error aborted it (or none came), else on a fresh world.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>

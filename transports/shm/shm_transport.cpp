@@ -155,7 +155,7 @@ struct Incoming {
   std::list<Unexpected> unexpected;
   // Consumed entries with their buffers, for the next unexpected messages: a root that sends
   // ahead of its peers makes every message unexpected, and allocating each one's node and
-  // buffer took 30% of a 1 KiB broadcast's receiver.
+  // buffer would be a large share of a small broadcast's receive.
   std::list<Unexpected> spare;
   uint64_t spare_bytes = 0;  // the spare entries' buffers
   AckSlots* acks = nullptr;  // where this rank acknowledges the peer's cma messages
@@ -245,8 +245,7 @@ class ShmTransportImpl final : public ShmTransport {
         p.pidfd = static_cast<int>(syscall(SYS_pidfd_open, p.pid, 0));
         SEAM_LOG_DEBUG("shm: local peer rank {} pid {}", p.world_rank, p.pid);
         // A first pass through a ring would otherwise pay a page fault in each process for
-        // every page a message reaches (dev, 2 ranks, broadcast as one message, median of 20
-        // calls after 21: 4 KiB 2.0-2.2 us against 0.59, 16 KiB 6.6-6.7 against 1.9).
+        // every page a message reaches.
         map_in(p.out.ring, ring_bytes_);
         map_in(p.in.ring, ring_bytes_);
       }
@@ -643,9 +642,8 @@ class ShmTransportImpl final : public ShmTransport {
     my_area_->sleeping.store(asleep ? 1 : 0, std::memory_order_seq_cst);
     // Pairs with the fence of any_asleep / wake_if_sleeping: either the sleeper's look sees the
     // caller's stores, or the caller's look sees the mark. (An asymmetric pair, membarrier on
-    // this side and none on the publishers', saved their fence but cost every sleep a round of
-    // interrupts on every core: at 8 ranks on the GPU host, with every wait sleeping, 1 KiB
-    // all-reduces took 101-106 us against 29 with full fences.)
+    // this side and none on the publishers', would save their fence but cost every sleep a round
+    // of interrupts on every core, far more where every wait sleeps.)
     if (asleep) std::atomic_thread_fence(std::memory_order_seq_cst);
     return true;
   }

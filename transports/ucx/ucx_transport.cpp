@@ -32,11 +32,8 @@ std::string status_text(ucs_status_t s) { return ucs_status_string(s); }
 /// Where TCP is the only network, messages below this size go eager instead of by UCX's
 /// rendezvous. With peer error handling (which Seam needs to notice a dead host), UCX 1.13 gives
 /// TCP endpoints no RMA lane, so its rendezvous is a handshake and then active messages anyway
-/// (Open MPI, without peer error handling, keeps the lane). Two network namespaces joined by a
-/// veth, one rank each: UCX's tag_bw with peer error handling 1.5x the bandwidth eager at 64 KiB
-/// and 1 MiB; Seam's 64 KiB all-gather, all-reduce and reduce-scatter 48-50 / 89-92 / 50 us
-/// against 69-71 / 121 / 71-72 with the rendezvous, the 256 KiB all-reduce 249 against 314;
-/// 1-16 MiB even. Ring chunks (256 KiB) stay under it; larger point-to-point messages keep the
+/// (Open MPI, without peer error handling, keeps the lane): eager moves the same bytes without
+/// the handshake. Ring chunks (256 KiB) stay under it; larger point-to-point messages keep the
 /// rendezvous (no unexpected copy of a whole large message at the receiver).
 constexpr const char* kTcpEagerBelow = "1M";
 
@@ -173,7 +170,7 @@ class UcxTransportImpl final : public UcxTransport {
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
       ep.address = reinterpret_cast<const ucp_address_t*>(all[static_cast<size_t>(r)].data());
       // Peer error handling makes UCX 1.13 drop its shared-memory transports (posix, sysv, cma)
-      // and talk to a same-host peer over TCP loopback (25x the latency). Same-host peers are
+      // and talk to a same-host peer over TCP loopback, at far higher latency. Same-host peers are
       // watched through their pids instead (check_peers), so they need no UCX error handling.
       ep.err_mode = p.local ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
       ep.err_handler.cb = &UcxTransportImpl::on_ep_error;
