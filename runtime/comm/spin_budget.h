@@ -10,12 +10,10 @@
 // let late wake-ups sustain themselves, each sleep making a peer's wait outlast the spin, which
 // shortened the next spins.
 //
-// Where no core is to spare, a spin delays no peer, and a sleep can cost more than the wait: on
-// a VM whose host runs other guests, waits that slept outlasted the 1 ms ceiling and each late
-// wake-up made the peer sleep too, so the 10 ms spin ran faster and slept less. Where cores are to
-// spare (for helper threads), the longer spin speeds nothing up and slows some large calls, so the
-// budget grows up to 1 ms there. Ranks bound one to a core (Open MPI's default at 2 ranks) leave
-// none to spare and get the 10 ms spin.
+// Where no core is to spare, a spin delays no peer and a sleep can cost more than the wait (a
+// late wake-up makes the peer sleep too), so the budget may grow to kMaxSpinNoneSpare. Where cores
+// are to spare for helper threads, a longer spin only slows large calls, so it stops at kMaxSpin.
+// Ranks bound one to a core leave none to spare.
 //
 // Where ranks outnumber cores, or a peer ran on this core during the wait (Engine::drive), a
 // wait that outlasted kMaxSpin (the peers were really busy, maybe on this core) halves the
