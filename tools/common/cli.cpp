@@ -35,6 +35,20 @@ int64_t parse_int(std::string_view flag, std::string_view text, int64_t min, int
   return v;
 }
 
+uint64_t parse_bytes(std::string_view flag, std::string_view text, uint64_t max) {
+  uint64_t unit = 1;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K': case 'k': unit = uint64_t{1} << 10; break;
+      case 'M': case 'm': unit = uint64_t{1} << 20; break;
+      case 'G': case 'g': unit = uint64_t{1} << 30; break;
+      default: break;
+    }
+    if (unit > 1) text.remove_suffix(1);
+  }
+  return static_cast<uint64_t>(parse_int(flag, text, 0, static_cast<int64_t>(max / unit))) * unit;
+}
+
 std::vector<int64_t> parse_int_list(std::string_view flag, std::string_view text, int64_t min, int64_t max) {
   std::vector<int64_t> out;
   size_t start = 0;

@@ -17,6 +17,10 @@ int launcher_local_rank();
 /// suffix or exponent). Throws ValueError naming `flag` otherwise.
 int64_t parse_int(std::string_view flag, std::string_view text, int64_t min, int64_t max);
 
+/// A byte count: parse_int() digits with an optional K, M or G suffix (KiB, MiB, GiB; either case),
+/// at most `max` bytes. Throws ValueError naming `flag` otherwise.
+uint64_t parse_bytes(std::string_view flag, std::string_view text, uint64_t max);
+
 /// A comma-separated list of parse_int() values, none empty.
 std::vector<int64_t> parse_int_list(std::string_view flag, std::string_view text, int64_t min, int64_t max);
 

@@ -27,25 +27,13 @@ Collective collective_of(const std::string& name) {
                    "barrier)");
 }
 
-// "64M" = 64 MiB: the perf binaries' size suffixes K, M, G.
-size_t bytes_of(const std::string& text) {
-  size_t unit = 1;
-  std::string digits = text;
-  if (!text.empty()) {
-    const char s = text.back();
-    unit = s == 'K' ? size_t{1} << 10 : s == 'M' ? size_t{1} << 20 : s == 'G' ? size_t{1} << 30 : 1;
-    if (unit > 1) digits.pop_back();
-  }
-  return static_cast<size_t>(cli::parse_int("--explain BYTES", digits, 0, int64_t{1} << 40)) * unit;
-}
-
 std::string name(Algorithm a) { return std::string(collectives::algorithm_name(a)); }
 
 }  // namespace
 
 void explain(const char* collective, const char* bytes_text, const char* ranks_text) {
   const Collective c = collective_of(collective);
-  const size_t bytes = bytes_of(bytes_text);
+  const size_t bytes = cli::parse_bytes("--explain BYTES", bytes_text, uint64_t{1} << 40);
   const int ranks = static_cast<int>(cli::parse_int("--explain RANKS", ranks_text, 1, 1 << 16));
   auto row = [](const std::string& where, const std::string& what) {
     std::printf("  %-40s %s\n", (where + ":").c_str(), what.c_str());

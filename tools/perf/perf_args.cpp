@@ -6,21 +6,10 @@
 #include <string>
 #include <unistd.h>
 
+#include "tools/common/cli.h"
+
 namespace seam::perf {
 namespace {
-
-size_t parse_bytes(const char* text) {
-  char* end = nullptr;
-  double value = std::strtod(text, &end);
-  switch (*end) {
-    case 'K': case 'k': value *= 1024; ++end; break;
-    case 'M': case 'm': value *= 1024 * 1024; ++end; break;
-    case 'G': case 'g': value *= 1024.0 * 1024 * 1024; ++end; break;
-    default: break;
-  }
-  if (*end != '\0' || value < 0) throw std::invalid_argument(std::string("bad size: ") + text);
-  return static_cast<size_t>(value);
-}
 
 void usage(const char* program) {
   std::fprintf(stderr,
@@ -52,8 +41,8 @@ std::optional<PerfArgs> parse_perf_args(int argc, char** argv, const char* progr
     int opt;
     while ((opt = getopt(argc, argv, "b:e:f:n:w:c:d:o:R:H:P:L:M:G:h")) != -1) {
       switch (opt) {
-        case 'b': a.min_bytes = parse_bytes(optarg); break;
-        case 'e': a.max_bytes = parse_bytes(optarg); break;
+        case 'b': a.min_bytes = cli::parse_bytes("-b", optarg, uint64_t{1} << 40); break;
+        case 'e': a.max_bytes = cli::parse_bytes("-e", optarg, uint64_t{1} << 40); break;
         case 'f': a.factor = std::stod(optarg); break;
         case 'n': a.iters = std::stoi(optarg); break;
         case 'w': a.warmup = std::stoi(optarg); break;
