@@ -5,8 +5,14 @@
 # test on GCC's build (last, so the run ends with CTest's summary of the whole suite).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup-debian.sh build
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-scripts/tsan-check.sh build-tsan
-scripts/asan-check.sh build-asan 60
+stage() {  # name, command...: runs it and says how long it took (CI has a time budget)
+  local name=$1 t0=$SECONDS
+  shift
+  "$@"
+  echo "== stage $name: $((SECONDS - t0)) s"
+}
+stage setup+build scripts/setup-debian.sh build
+stage tsan scripts/tsan-check.sh build-tsan
+stage asan+fuzz scripts/asan-check.sh build-asan 60
 ctest --test-dir build --output-on-failure --timeout 600 -j 1
