@@ -14,7 +14,7 @@
 
 #include "kernels/norm/rms_norm.h"
 #include "layouts/batch_facts.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/boundary/factories.h"
 #include "runtime/boundary/rows/host_fusion.h"
 #include "runtime/boundary/rows/cp_moves.h"
@@ -23,7 +23,7 @@
 #include "runtime/boundary/rows/process_groups.h"
 #include "runtime/boundary/rows/tensor_collectives.h"
 #include "runtime/boundary/rows/tp_moves.h"
-#include "runtime/comm/communicator.h"
+#include "seam/communicator.h"
 #include "runtime/residual/norm.h"
 
 using namespace seam;

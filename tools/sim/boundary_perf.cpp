@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/boundary/rows/process_groups.h"
 #include "runtime/residual/batch.h"
 #include "tools/common/cli.h"

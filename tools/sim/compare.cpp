@@ -15,6 +15,7 @@ Tolerance Tolerance::for_dtype(DType dtype, int64_t stages) {
 }
 
 std::string Tolerance::describe() const {
+  if (rtol == 0 && row_tol == 0) return "bit-exact (got == want)";
   char buf[128];
   std::snprintf(buf, sizeof buf, "|got - want| <= %.3g * |want| + %.3g * max|want row|", rtol, row_tol);
   return buf;

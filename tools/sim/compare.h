@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 
 namespace seam::sim {
 
@@ -17,11 +17,13 @@ struct Tolerance {
   double rtol = 0;
   double row_tol = 0;
   /// fp32: the partial sums and the collectives' reduction order change only the last bits
-  /// (1e-5). bf16: every partial, sum and residual is rounded to bf16 (FP32 accumulation inside each
-  /// step), and a parallel run rounds at other points than the reference (partials before their
+  /// (1e-5). bf16 without an exact grid (device runs): every partial, sum and residual is rounded to
+  /// bf16, and a parallel run rounds at other points than the reference (partials before their
   /// sum), so each stage adds up to about one bf16 ulp (2^-8 relative) of the row's magnitude and the
   /// differences add like a random walk: row_tol = 2^-7 * sqrt(stages) (at least 2^-5), rtol = 2^-6.
   static Tolerance for_dtype(DType dtype, int64_t stages);
+  /// Bit for bit: a run whose sums are all exact (ModelConfig::grid).
+  static Tolerance exact() { return {0, 0}; }
   std::string describe() const;
 };
 

@@ -1,9 +1,10 @@
 #include <cstdint>
 #include "tools/sim/model.h"
 
+#include <algorithm>
 #include <cmath>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam::sim {
 
@@ -69,8 +70,11 @@ std::vector<float> row_of(const Tensor& t, int64_t r) {
   return v;
 }
 
-void store_row(const Tensor& t, int64_t r, const std::vector<float>& v) {
-  for (int64_t c = 0; c < t.cols; ++c) store(t, r, c, v[static_cast<size_t>(c)]);
+// v rounded to a multiple of `grid` (0: unchanged).
+float on_grid(float v, float grid) { return grid > 0 ? std::nearbyint(v / grid) * grid : v; }
+
+void store_row(const Tensor& t, int64_t r, const std::vector<float>& v, float grid) {
+  for (int64_t c = 0; c < t.cols; ++c) store(t, r, c, on_grid(v[static_cast<size_t>(c)], grid));
 }
 
 }  // namespace
@@ -121,7 +125,7 @@ Tensor Model::norm_weight(int64_t stage) const {
 
 void Model::embed(int64_t token, const Tensor& out, int64_t row) const {
   for (int64_t c = 0; c < config_.hidden; ++c)
-    store(out, row, c, uniform(config_.seed, 7, static_cast<uint64_t>(token * config_.hidden + c)));
+    store(out, row, c, on_grid(uniform(config_.seed, 7, static_cast<uint64_t>(token * config_.hidden + c)), config_.grid));
 }
 
 void Model::compute(int64_t stage, const Tensor& input, std::span<const int64_t> token_ids, Shard shard,
@@ -136,19 +140,29 @@ void Model::compute(int64_t stage, const Tensor& input, std::span<const int64_t>
   }
 }
 
-void Model::compute_sum(int64_t stage, const Tensor& input, std::span<const int64_t> token_ids, Shard shards,
-                        const Tensor& out) const {
+float Model::compute_sum(int64_t stage, const Tensor& input, std::span<const int64_t> token_ids, Shard shards,
+                         const Tensor& out, const Tensor& residual) const {
   Buffer storage(static_cast<size_t>(out.rows * out.cols) * dtype_size(out.dtype) + 64);
   const Tensor partial = storage.as_tensor(out.dtype, out.rows, out.cols);
-  std::vector<float> sum(static_cast<size_t>(out.rows * out.cols), 0.0f);
+  const size_t n = static_cast<size_t>(out.rows * out.cols);
+  std::vector<float> sum(n, 0.0f), magnitude(n, 0.0f);
   for (int i = 0; i < shards.count; ++i)
     for (int j = 0; j < shards.inner_count; ++j) {
       compute(stage, input, token_ids, {i, shards.count, j, shards.inner_count}, partial);
       for (int64_t r = 0; r < out.rows; ++r)
-        for (int64_t c = 0; c < out.cols; ++c) sum[static_cast<size_t>(r * out.cols + c)] += load(partial, r, c);
+        for (int64_t c = 0; c < out.cols; ++c) {
+          const float p = load(partial, r, c);
+          sum[static_cast<size_t>(r * out.cols + c)] += p;
+          magnitude[static_cast<size_t>(r * out.cols + c)] += std::fabs(p);
+        }
     }
+  float largest = 0.0f;
   for (int64_t r = 0; r < out.rows; ++r)
-    for (int64_t c = 0; c < out.cols; ++c) store(out, r, c, sum[static_cast<size_t>(r * out.cols + c)]);
+    for (int64_t c = 0; c < out.cols; ++c) {
+      store(out, r, c, sum[static_cast<size_t>(r * out.cols + c)]);
+      largest = std::max(largest, magnitude[static_cast<size_t>(r * out.cols + c)] + std::fabs(load(residual, r, c)));
+    }
+  return largest;
 }
 
 void Model::linear(int64_t stage, const Tensor& input, Shard shard, const Tensor& out) const {
@@ -160,7 +174,7 @@ void Model::linear(int64_t stage, const Tensor& input, Shard shard, const Tensor
     std::vector<float> acc(static_cast<size_t>(h), 0.0f);
     for (int64_t j = j0; j < j1; ++j)
       for (int64_t c = 0; c < h; ++c) acc[static_cast<size_t>(c)] += x[static_cast<size_t>(j)] * w[j * h + c];
-    store_row(out, r, acc);
+    store_row(out, r, acc, config_.grid);
   }
 }
 
@@ -173,7 +187,7 @@ void Model::dense_ffn(int64_t stage, const Tensor& input, Shard shard, const Ten
     const std::vector<float> x = row_of(input, r);
     std::vector<float> acc(static_cast<size_t>(h), 0.0f);
     ffn_rows(x.data(), w1, w2, h, inner, c0, c1, config_.dtype, 1.0f, acc);
-    store_row(out, r, acc);
+    store_row(out, r, acc, config_.grid);
   }
 }
 
@@ -195,7 +209,7 @@ void Model::expert_ffn(int64_t stage, const Tensor& input, std::span<const int64
         ffn_rows(x.data(), w1, w1 + h * inner, h, inner, c0, c1, config_.dtype, rt.gate[k], acc);
       }
     }
-    store_row(out, r, acc);
+    store_row(out, r, acc, config_.grid);
   }
 }
 

@@ -8,7 +8,9 @@
 //          weights), experts sharded over EP and each expert's intermediate columns over MoE-TP;
 //          a rank applies its share of the experts it owns.
 // Everything is computed in FP32 from the activation dtype and rounded once per output (and per
-// FFN intermediate); the single-process reference runs the same functions with one shard.
+// FFN intermediate); the single-process reference runs the same functions with one shard. With a
+// grid (bf16 runs), partials and embeddings are rounded to multiples of it, so that every sum the
+// parallel run forms is exact in any order and its result can be compared bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 
 namespace seam::sim {
 
@@ -30,6 +32,7 @@ struct ModelConfig {
   uint64_t seed = 1;
   DType dtype = DType::f32;
   float eps = 1e-6f;
+  float grid = 0.0f;           ///< partials and embeddings are rounded to multiples of this (0: not)
 };
 
 /// A stage's share of the work: shard `index` of `count` (attention input columns, dense FFN
@@ -65,9 +68,12 @@ class Model {
                const Tensor& out) const;
   /// out := the whole stage as the parallel run forms it: every shard's partial (shards.count x
   /// shards.inner_count), each rounded to the activation dtype, summed in FP32 in shard order and
-  /// rounded once.
-  void compute_sum(int64_t stage, const Tensor& input, std::span<const int64_t> token_ids, Shard shards,
-                   const Tensor& out) const;
+  /// rounded once. Returns the largest |residual| + sum of |partials| over the elements: no order
+  /// of adding them (and the residual) passes a larger magnitude.
+  float compute_sum(int64_t stage, const Tensor& input, std::span<const int64_t> token_ids, Shard shards,
+                    const Tensor& out, const Tensor& residual) const;
+  /// Sets ModelConfig::grid.
+  void use_grid(float grid) { config_.grid = grid; }
 
  private:
   void linear(int64_t stage, const Tensor& input, Shard shard, const Tensor& out) const;

@@ -1,6 +1,8 @@
 #include <cstdint>
 #include "tools/sim/reference.h"
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <vector>
 
@@ -29,15 +31,32 @@ ReferenceOutput run_reference(const Model& model, int64_t tokens, const StageSha
   std::iota(ids.begin(), ids.end(), int64_t{0});
 
   for (int64_t t = 0; t < tokens; ++t) model.embed(t, ref.residual, t);
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t c = 0; c < cfg.hidden; ++c)
+      ref.largest_embedding = std::max(ref.largest_embedding, std::fabs(load(ref.residual, t, c)));
+  ref.largest_sum = ref.largest_embedding;
   kernels::rms_norm(ref.residual, norm_of(model, 0), input);
   for (int64_t s = 0; s < model.stage_count(); ++s) {
     ref.stage_residuals.push_back(residual::OwnedTensor::clone(ref.residual));
-    model.compute_sum(s, input, ids, shards.of(model.kind(s)), out);
+    ref.largest_sum = std::max(ref.largest_sum, model.compute_sum(s, input, ids, shards.of(model.kind(s)), out, ref.residual));
     // The next stage's input (or the final norm's output) from the updated residual.
     const Tensor& next = s + 1 < model.stage_count() ? input : ref.output;
     kernels::add_rms_norm(out, ref.residual, nullptr, norm_of(model, s + 1), next);
   }
   return ref;
+}
+
+ReferenceOutput run_reference_on_exact_grid(Model& model, int64_t tokens, const StageShards& shards,
+                                            int embedding_shares) {
+  for (float grid = 0x1p-7f; grid <= 0x1p-2f; grid *= 2) {
+    model.use_grid(grid);
+    ReferenceOutput ref = run_reference(model, tokens, shards);
+    // An embedding's shares are multiples of grid / shares whose sums stay within |embedding|.
+    const float shares = static_cast<float>(embedding_shares);
+    if (ref.largest_sum <= 256 * grid && ref.largest_embedding * shares <= 256 * grid) return ref;
+  }
+  model.use_grid(0.0f);
+  return run_reference(model, tokens, shards);
 }
 
 }  // namespace seam::sim

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <numeric>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/boundary/policy.h"
 #include "tools/common/cli.h"
 #include "tools/plan/pattern.h"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "layouts/batch_facts.h"
-#include "layouts/dtype.h"
+#include "seam/dtype.h"
 
 namespace seam::sim {
 

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "tools/common/cli.h"
 #include "runtime/boundary/rows/host_fusion.h"
 

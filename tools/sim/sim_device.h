@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 #include "runtime/boundary/fusion.h"
 #include "runtime/boundary/rows/process_groups.h"
 
