@@ -1,11 +1,19 @@
-# `cmake --install`: the public headers (include/seam), libseam_c with the shared libraries it
-# loads, a CMake package (find_package(Seam) -> seam::c) and a pkg-config file (seam.pc).
+# `cmake --install`: the public headers (include/seam: the C++ API of the communicator and, where
+# built, the device communicator; the C API seam.h; version.h), the shared libraries, a CMake
+# package (find_package(Seam) -> seam::seam, seam::c, and seam::cuda where built) and a
+# pkg-config file (seam.pc, the C API).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 configure_file(${PROJECT_SOURCE_DIR}/include/seam/version.h.in ${PROJECT_BINARY_DIR}/include/seam/version.h @ONLY)
-install(FILES ${PROJECT_SOURCE_DIR}/include/seam/seam.h ${PROJECT_BINARY_DIR}/include/seam/version.h
+set(seam_public_headers seam.h communicator.h work.h tensor.h dtype.h errors.h norm.h shared_host_memory.h)
+if(SEAM_CUDA)
+  list(APPEND seam_public_headers device_communicator.h)
+endif()
+list(TRANSFORM seam_public_headers PREPEND ${PROJECT_SOURCE_DIR}/include/seam/)
+install(FILES ${seam_public_headers} ${PROJECT_BINARY_DIR}/include/seam/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/seam)
+install(FILES ${PROJECT_SOURCE_DIR}/include/seam/detail/f16_soft.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/seam/detail)
 
 # The libraries find each other beside themselves wherever the prefix is moved.
 set(seam_libraries seam seam_c)
@@ -17,8 +25,6 @@ set_target_properties(seam_c PROPERTIES EXPORT_NAME c)  # seam::c, as inside the
 if(TARGET seam_cuda)
   set_target_properties(seam_cuda PROPERTIES EXPORT_NAME cuda)
 endif()
-# seam and seam_cuda are exported only as what libseam_c links (their C++ headers are not
-# installed: the C API is the installed interface).
 install(TARGETS ${seam_libraries} EXPORT SeamTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(EXPORT SeamTargets NAMESPACE seam:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Seam)
 

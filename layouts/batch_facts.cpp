@@ -5,7 +5,7 @@
 #include <numeric>
 #include <string>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam {
 

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam {
 namespace {

@@ -1,10 +1,11 @@
 #include <cstdint>
-#include "layouts/dtype.h"
+#include "layouts/element_values.h"
+#include "seam/dtype.h"
 
 #include <algorithm>
 #include <string>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam {
 

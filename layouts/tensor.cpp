@@ -1,4 +1,4 @@
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 
 #include <sys/mman.h>
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <sstream>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam {
 

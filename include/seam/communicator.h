@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "layouts/dtype.h"
-#include "runtime/comm/work.h"
+#include "seam/dtype.h"
+#include "seam/work.h"
 
 namespace seam::comm {
 

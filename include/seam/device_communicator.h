@@ -22,12 +22,11 @@
 #include <string>
 #include <string_view>
 
-#include "kernels/norm/rms_norm.h"
-#include "kernels/quant/norm_quant.h"
-#include "layouts/dtype.h"
-#include "layouts/tensor.h"
-#include "runtime/comm/communicator.h"
-#include "runtime/comm/work.h"
+#include "seam/dtype.h"
+#include "seam/norm.h"
+#include "seam/tensor.h"
+#include "seam/communicator.h"
+#include "seam/work.h"
 
 namespace seam::device {
 

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string_view>
 
-#include "layouts/f16_soft.h"
+#include "seam/detail/f16_soft.h"
 
 namespace seam {
 
@@ -66,17 +66,5 @@ inline uint16_t float_to_f16(float f) { return std::bit_cast<uint16_t>(static_ca
 inline float f16_to_float(uint16_t h) { return detail::f16_to_float_soft(h); }
 inline uint16_t float_to_f16(float f) { return detail::float_to_f16_soft(f); }
 #endif
-
-/// Element i of `buffer` (of `dtype`) as a double, for checks and scalar references. Throws
-/// ValueError for fp8_e4m3 (its conversions are kernels/quant/fp8.h's).
-double element_value(const void* buffer, size_t i, DType dtype);
-/// Stores `value` as element i of `buffer`: rounded to nearest even for the floating types,
-/// truncated toward zero for int32 (the value must fit), wrapped modulo 256 for uint8. Throws
-/// ValueError for fp8_e4m3.
-void set_element_value(void* buffer, size_t i, DType dtype, double value);
-/// `value` as an element of `dtype` holds it (set_element_value, then element_value).
-double as_element(double value, DType dtype);
-/// op(a, b) on scalars, as the collectives reduce.
-double apply_reduce_op(ReduceOp op, double a, double b);
 
 }  // namespace seam

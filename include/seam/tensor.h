@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
-#include "layouts/dtype.h"
-#include "layouts/errors.h"
+#include "seam/dtype.h"
+#include "seam/errors.h"
 
 namespace seam {
 

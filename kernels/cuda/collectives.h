@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/peer_sync.h"
-#include "layouts/dtype.h"
+#include "seam/dtype.h"
 
 namespace seam::kernels::cuda {
 

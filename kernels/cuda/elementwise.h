@@ -4,7 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 
 namespace seam::kernels::cuda {
 

@@ -13,8 +13,8 @@
 #include "kernels/cuda/norm_device.cuh"
 #include "kernels/norm/rms_norm.h"
 #include "layouts/config.h"
-#include "layouts/errors.h"
-#include "layouts/tensor.h"
+#include "seam/errors.h"
+#include "seam/tensor.h"
 
 namespace seam::kernels::cuda::launch {
 

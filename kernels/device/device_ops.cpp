@@ -3,7 +3,7 @@
 #include <atomic>
 #include <string>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam::kernels {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <span>
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 
 namespace seam::kernels {
 

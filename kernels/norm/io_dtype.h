@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "layouts/dtype.h"
-#include "layouts/errors.h"
+#include "seam/dtype.h"
+#include "seam/errors.h"
 
 namespace seam::kernels {
 

@@ -10,23 +10,10 @@
 
 #include <span>
 
-#include "layouts/tensor.h"
+#include "seam/norm.h"
+#include "seam/tensor.h"
 
 namespace seam::kernels {
-
-/// How the stored weight scales the normalised row.
-enum class NormWeight : uint8_t {
-  plain,  ///< y · w (RMSNorm)
-  gemma,  ///< y · (1 + w), the offset folded in FP32 (GemmaRMSNorm)
-};
-
-/// The norm's parameters: a weight row of `cols` elements (fp32/bf16/fp16) and epsilon.
-struct RmsNormSpec {
-  const void* weight = nullptr;
-  DType weight_dtype = DType::f32;
-  NormWeight form = NormWeight::plain;
-  float eps = 1e-6f;
-};
 
 /// out = RMSNorm(x) (a read without residual, e.g. at the stack's start). out may alias x.
 void rms_norm(const Tensor& x, const RmsNormSpec& norm, const Tensor& out);

@@ -9,15 +9,6 @@
 
 namespace seam::kernels {
 
-/// Smallest per-token scale (keeps an all-zero row finite).
-inline constexpr float kFp8MinScale = 1.0f / (448.0f * 512.0f);
-
-/// The quantised compute input: q (rows x cols, DType::fp8_e4m3) and one FP32 scale per row.
-struct Fp8Rows {
-  Tensor values;
-  float* scales = nullptr;
-};
-
 /// out = per-token FP8 of RMSNorm(x) (a read without residual).
 void rms_norm_fp8(const Tensor& x, const RmsNormSpec& norm, const Fp8Rows& out);
 

@@ -6,7 +6,7 @@
 #include "kernels/cpu_has.h"
 #include "kernels/reduce/reduce_table.h"
 #include "layouts/config.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam::kernels {
 namespace {

@@ -8,7 +8,7 @@
 #include <span>
 #include <string_view>
 
-#include "layouts/dtype.h"
+#include "seam/dtype.h"
 
 namespace seam::kernels {
 

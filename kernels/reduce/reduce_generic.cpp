@@ -6,7 +6,7 @@
 #include <immintrin.h>
 
 #include "kernels/reduce/reduce_table.h"
-#include "layouts/f16_soft.h"
+#include "seam/detail/f16_soft.h"
 
 #define SEAM_REDUCE_TABLE generic_kernels
 #define SEAM_REDUCE_STREAM 0

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "layouts/config.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "layouts/log.h"
 #include "runtime/bootstrap/bootstrap.h"
 

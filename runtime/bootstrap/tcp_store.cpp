@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "layouts/config.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "layouts/log.h"
 #include "layouts/sha256.h"
 #include "runtime/bootstrap/bootstrap.h"

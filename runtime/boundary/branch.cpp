@@ -1,7 +1,7 @@
 // StageRunner's row moves of complete values (§3.4) and the prepared-branch methods built on them
 // (§4.6), plus the attention prepare's captures (§4.4).
 #include "kernels/norm/elementwise.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/boundary/rows/dp_moves.h"
 #include "runtime/boundary/rows/tp_moves.h"
 #include "runtime/boundary/runner.h"

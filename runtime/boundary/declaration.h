@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 
 namespace seam::boundary {
 

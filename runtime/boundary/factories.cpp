@@ -1,6 +1,6 @@
 #include "runtime/boundary/factories.h"
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam::boundary {
 

@@ -2,7 +2,7 @@
 // postprocess) and pipeline reception. Every completion applies a decision made before compute.
 #include <cstdint>
 #include "kernels/norm/elementwise.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/boundary/rows/cp_moves.h"
 #include "runtime/boundary/rows/dp_moves.h"
 #include "runtime/boundary/rows/tp_moves.h"

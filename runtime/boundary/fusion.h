@@ -11,7 +11,7 @@
 
 #include "layouts/batch_facts.h"
 #include "layouts/layout.h"
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 
 namespace seam::boundary {
 

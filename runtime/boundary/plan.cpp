@@ -1,6 +1,6 @@
 #include "runtime/boundary/plan.h"
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/boundary/output_move.h"
 
 namespace seam::boundary {

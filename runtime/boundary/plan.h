@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "layouts/batch_facts.h"
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 #include "runtime/boundary/entry.h"
 #include "runtime/boundary/exit.h"
 #include "runtime/boundary/fusion.h"

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "kernels/norm/elementwise.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/boundary/rows/cp_moves.h"
 #include "runtime/boundary/rows/dp_moves.h"
 #include "runtime/boundary/rows/tensor_collectives.h"

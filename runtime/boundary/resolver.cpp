@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam::boundary {
 

@@ -1,6 +1,6 @@
 #include "runtime/boundary/tbo.h"
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/boundary/resolver.h"
 
 namespace seam::boundary {

@@ -8,7 +8,7 @@
 #ifdef SEAM_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include "runtime/device/device_communicator.h"
+#include "seam/device_communicator.h"
 #endif
 
 namespace {

@@ -5,10 +5,10 @@
 #include <span>
 #include <string>
 
-#include "layouts/dtype.h"
-#include "layouts/errors.h"
-#include "runtime/comm/communicator.h"
-#include "runtime/comm/work.h"
+#include "seam/dtype.h"
+#include "seam/errors.h"
+#include "seam/communicator.h"
+#include "seam/work.h"
 #include "runtime/capi/status.h"
 #include "seam/seam.h"
 

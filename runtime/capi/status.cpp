@@ -4,7 +4,7 @@
 #include <new>
 #include <string>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "layouts/log.h"
 
 namespace seam::capi {

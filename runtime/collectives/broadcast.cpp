@@ -1,6 +1,6 @@
 #include <string>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/collectives/blocks.h"
 #include "runtime/collectives/chunks.h"
 #include "runtime/collectives/collectives.h"

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <span>
 
-#include "layouts/dtype.h"
+#include "seam/dtype.h"
 #include "runtime/collectives/group.h"
 #include "runtime/comm/task.h"
 

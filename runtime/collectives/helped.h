@@ -8,7 +8,7 @@
 #include <span>
 
 #include "kernels/reduce/reduce.h"
-#include "layouts/dtype.h"
+#include "seam/dtype.h"
 
 namespace seam::collectives {
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "layouts/dtype.h"
+#include "seam/dtype.h"
 #include "runtime/collectives/blocks.h"
 #include "runtime/collectives/group.h"
 #include "runtime/collectives/selection.h"

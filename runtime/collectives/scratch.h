@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 
 namespace seam::collectives {
 

@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "layouts/config.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "layouts/log.h"
 
 namespace seam::collectives {

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string_view>
 
-#include "layouts/dtype.h"
+#include "seam/dtype.h"
 #include "runtime/collectives/group.h"
 
 namespace seam::collectives {

@@ -14,7 +14,7 @@
 #include <exception>
 
 #include "layouts/config.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "layouts/log.h"
 #include "runtime/collectives/receive.h"
 #include "runtime/collectives/schedules.h"

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "kernels/reduce/reduce.h"
-#include "layouts/dtype.h"
+#include "seam/dtype.h"
 #include "runtime/collectives/group.h"
 #include "runtime/collectives/selection.h"
 #include "runtime/collectives/shm_region.h"

@@ -13,7 +13,7 @@
 
 #include "kernels/reduce/cache_size.h"
 #include "layouts/config.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "layouts/log.h"
 #include "runtime/collectives/receive.h"
 #include "transports/shm/kernel_copy_speed.h"

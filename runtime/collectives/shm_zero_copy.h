@@ -12,7 +12,7 @@
 #include <span>
 #include <string_view>
 
-#include "layouts/dtype.h"
+#include "seam/dtype.h"
 #include "runtime/collectives/group.h"
 #include "runtime/collectives/shm_region.h"
 

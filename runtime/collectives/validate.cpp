@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam::collectives {
 
@@ -75,7 +75,7 @@ void check_overlap(std::string_view collective, const void* send, size_t send_by
   if (static_cast<std::ptrdiff_t>(s - r) == send_minus_recv) return;
   throw ValueError(std::string(collective) +
                    ": the send and receive buffers overlap other than in the in-place form (see "
-                   "runtime/comm/communicator.h)");
+                   "seam/communicator.h)");
 }
 
 }  // namespace seam::collectives

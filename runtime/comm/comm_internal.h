@@ -20,14 +20,14 @@
 #include <vector>
 
 #include "layouts/config.h"
-#include "layouts/dtype.h"
-#include "layouts/errors.h"
+#include "seam/dtype.h"
+#include "seam/errors.h"
 #include "runtime/collectives/group.h"
 #include "runtime/collectives/selection.h"
-#include "runtime/comm/communicator.h"
+#include "seam/communicator.h"
 #include "runtime/comm/spin_budget.h"
 #include "runtime/comm/task.h"
-#include "runtime/comm/work.h"
+#include "seam/work.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/transport.h"
 

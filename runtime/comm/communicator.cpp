@@ -1,5 +1,5 @@
 #include <cstdint>
-#include "runtime/comm/communicator.h"
+#include "seam/communicator.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "layouts/log.h"
 #include "runtime/bootstrap/bootstrap.h"
 #include "runtime/collectives/collectives.h"

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <optional>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "layouts/log.h"
 #include "runtime/comm/comm_internal.h"
 #include "runtime/comm/cpu_relax.h"

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/comm/task_frames.h"
 #include "transports/transport.h"
 

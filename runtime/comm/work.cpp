@@ -1,4 +1,4 @@
-#include "runtime/comm/work.h"
+#include "seam/work.h"
 
 #include "runtime/comm/comm_internal.h"
 

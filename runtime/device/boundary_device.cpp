@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/device/current_stream.h"
 #include "runtime/device/device_fusion.h"
 #include "runtime/device/device_kernels.h"

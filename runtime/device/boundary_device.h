@@ -18,7 +18,7 @@
 
 #include "runtime/boundary/fusion.h"
 #include "runtime/boundary/rows/process_groups.h"
-#include "runtime/device/device_communicator.h"
+#include "seam/device_communicator.h"
 
 namespace seam::device {
 

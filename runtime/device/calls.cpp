@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "kernels/cuda/all_reduce_norm.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "layouts/log.h"
-#include "runtime/device/device_communicator.h"
+#include "seam/device_communicator.h"
 #include "runtime/device/device_comm_impl.h"
 #include "runtime/device/select.h"
 #include "runtime/device/staged.h"

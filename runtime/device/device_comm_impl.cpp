@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "layouts/config.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "layouts/log.h"
 #include "runtime/comm/comm_internal.h"
 #include "transports/cuda_peer/driver_api.h"

@@ -1,4 +1,4 @@
-#include "runtime/device/device_communicator.h"
+#include "seam/device_communicator.h"
 
 #include "kernels/cuda/peer_sync.h"
 #include "runtime/device/device_comm_impl.h"

@@ -7,7 +7,7 @@
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/norm.h"
 #include "kernels/device/device_ops.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/device/current_stream.h"
 
 namespace seam::device {

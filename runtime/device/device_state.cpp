@@ -3,7 +3,7 @@
 #include <sys/mman.h>
 
 #include "kernels/cuda/peer_sync.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "layouts/log.h"
 #include "runtime/comm/comm_internal.h"
 

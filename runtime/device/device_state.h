@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "kernels/cuda/peer_sync.h"
-#include "runtime/comm/communicator.h"
+#include "seam/communicator.h"
 
 namespace seam::device {
 

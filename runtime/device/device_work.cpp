@@ -3,7 +3,7 @@
 #include <thread>
 
 #include "kernels/cuda/peer_sync.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam::device {
 

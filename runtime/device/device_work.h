@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "runtime/comm/work.h"
+#include "seam/work.h"
 #include "runtime/device/device_state.h"
 
 namespace seam::device {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "transports/cuda_peer/driver_api.h"
 
 namespace seam::device {

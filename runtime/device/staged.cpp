@@ -3,7 +3,7 @@
 #include <numeric>
 
 #include "kernels/cuda/norm.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "layouts/log.h"
 
 namespace seam::device::staged {

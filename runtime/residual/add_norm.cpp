@@ -3,7 +3,7 @@
 #include <string>
 
 #include "kernels/norm/elementwise.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam::residual {
 namespace {

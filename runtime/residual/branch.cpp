@@ -1,7 +1,7 @@
 #include "runtime/residual/branch.h"
 
 #include "kernels/norm/elementwise.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/residual/batch.h"
 #include "runtime/residual/messages.h"
 

@@ -5,7 +5,7 @@
 // following stage's input path certifies it leaves untouched).
 #pragma once
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 #include "runtime/residual/storage.h"
 #include "runtime/residual/forward_batch.h"
 #include "runtime/residual/function_ref.h"

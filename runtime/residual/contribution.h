@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "layouts/layout.h"
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 #include "runtime/residual/function_ref.h"
 
 namespace seam::residual {

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 
 namespace seam::residual {
 

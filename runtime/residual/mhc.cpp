@@ -5,7 +5,7 @@
 #include <string>
 
 #include "kernels/norm/hyper_connection.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam::residual {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "kernels/norm/elementwise.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/residual/batch.h"
 
 namespace seam::residual {

@@ -7,7 +7,7 @@
 
 #include "kernels/norm/rms_norm.h"
 #include "kernels/quant/norm_quant.h"
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 #include "runtime/residual/storage.h"
 
 namespace seam::residual {

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 #include "runtime/residual/storage.h"
 
 namespace seam::residual {

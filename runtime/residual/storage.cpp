@@ -1,7 +1,7 @@
 #include "runtime/residual/storage.h"
 
 #include "kernels/device/device_ops.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam::residual {
 

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 
 namespace seam::kernels {
 class DeviceOps;

@@ -4,7 +4,7 @@
 #include <atomic>
 
 #include "kernels/norm/elementwise.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/residual/messages.h"
 #include "runtime/residual/update_read.h"
 

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 #include "runtime/residual/contribution.h"
 #include "runtime/residual/layer_output.h"
 #include "runtime/residual/owned_tensor.h"

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 #include "runtime/residual/norm.h"
 
 namespace seam::residual {

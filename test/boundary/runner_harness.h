@@ -15,9 +15,9 @@
 
 #include "kernels/quant/fp8.h"
 #include "kernels/quant/norm_quant.h"
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 #include "runtime/boundary/policy.h"
-#include "runtime/comm/communicator.h"
+#include "seam/communicator.h"
 
 namespace seam::boundary::runner_test {
 

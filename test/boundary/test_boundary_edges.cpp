@@ -4,7 +4,7 @@
 // producer; the consumer runs its declared read; unsupported transitions and their messages.
 #include <doctest/doctest.h>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/boundary/output_move.h"
 #include "test/boundary/fixtures.h"
 

@@ -3,7 +3,7 @@
 // transforms gate the optional transports; a MoE never skips from topology alone.
 #include <doctest/doctest.h>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "test/boundary/fixtures.h"
 
 using namespace seam;

@@ -4,7 +4,7 @@
 // compile-time errors here.)
 #include <doctest/doctest.h>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/boundary/introspection.h"
 #include "test/boundary/fixtures.h"
 

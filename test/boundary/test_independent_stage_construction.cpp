@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/boundary/tbo.h"
 #include "test/boundary/fixtures.h"
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "test/boundary/fixtures.h"
 
 using namespace seam;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "test/boundary/fixtures.h"
 
 using namespace seam;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kernels/norm/elementwise.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/boundary/factories.h"
 #include "runtime/boundary/rows/host_fusion.h"
 #include "runtime/boundary/rows/tensor_collectives.h"

@@ -6,7 +6,7 @@
 
 #include <stdexcept>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/boundary/rows/cp_moves.h"
 #include "runtime/boundary/runner.h"
 #include "runtime/residual/add_norm.h"

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "layouts/errors.h"
-#include "runtime/comm/communicator.h"
+#include "seam/errors.h"
+#include "seam/communicator.h"
 
 int main() {
   using namespace seam;

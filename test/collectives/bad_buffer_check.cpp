@@ -12,8 +12,8 @@
 #include <cstring>
 #include <string>
 
-#include "layouts/errors.h"
-#include "runtime/comm/communicator.h"
+#include "seam/errors.h"
+#include "seam/communicator.h"
 
 int main() {
   using namespace seam;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "test/collectives/reference.h"
+#include "layouts/element_values.h"
 
 namespace seam::test {
 namespace {

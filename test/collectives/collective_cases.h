@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "layouts/dtype.h"
+#include "seam/dtype.h"
 #include "transports/shm/shared_host_memory.h"
 
 namespace seam::test {

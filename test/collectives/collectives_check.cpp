@@ -14,7 +14,7 @@
 #include <string>
 
 #include "runtime/collectives/selection.h"
-#include "runtime/comm/communicator.h"
+#include "seam/communicator.h"
 #include "test/collectives/collective_cases.h"
 
 namespace seam::test {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "layouts/errors.h"
-#include "runtime/comm/communicator.h"
+#include "seam/errors.h"
+#include "seam/communicator.h"
 
 int main(int argc, char** argv) {
   std::string which;

@@ -9,7 +9,7 @@
 #include <exception>
 #include <vector>
 
-#include "runtime/comm/communicator.h"
+#include "seam/communicator.h"
 
 namespace {
 

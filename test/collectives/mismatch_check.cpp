@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "layouts/errors.h"
-#include "runtime/comm/communicator.h"
+#include "seam/errors.h"
+#include "seam/communicator.h"
 #include "transports/shm/shared_host_memory.h"
 
 namespace {

@@ -1,4 +1,5 @@
 #include "test/collectives/reference.h"
+#include "layouts/element_values.h"
 
 #include <cmath>
 

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "layouts/dtype.h"
+#include "seam/dtype.h"
 
 namespace seam::test {
 

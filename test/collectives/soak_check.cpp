@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "layouts/dtype.h"
-#include "runtime/comm/communicator.h"
+#include "seam/dtype.h"
+#include "seam/communicator.h"
 
 namespace {
 

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "layouts/errors.h"
-#include "runtime/comm/communicator.h"
+#include "seam/errors.h"
+#include "seam/communicator.h"
 
 namespace {
 

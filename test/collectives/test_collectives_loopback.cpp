@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/collectives/collectives.h"
 #include "test/collectives/collective_cases.h"
 #include "test/collectives/group_api.h"

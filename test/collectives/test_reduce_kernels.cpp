@@ -11,8 +11,9 @@
 
 #include "kernels/reduce/cache_size.h"
 #include "kernels/reduce/reduce.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "test/collectives/reference.h"
+#include "layouts/element_values.h"
 
 namespace seam::test {
 namespace {

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "runtime/comm/communicator.h"
+#include "seam/communicator.h"
 #include "test/collectives/collective_cases.h"
 
 namespace {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/comm/communicator.h"
+#include "seam/communicator.h"
 
 namespace {
 

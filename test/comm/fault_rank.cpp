@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "layouts/errors.h"
-#include "runtime/comm/communicator.h"
+#include "seam/errors.h"
+#include "seam/communicator.h"
 #include "transports/shm/shared_host_memory.h"
 
 namespace {

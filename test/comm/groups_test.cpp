@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "comm_check.h"
-#include "layouts/errors.h"
-#include "runtime/comm/communicator.h"
+#include "seam/errors.h"
+#include "seam/communicator.h"
 
 using seam::DType;
 using seam::ReduceOp;

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "runtime/comm/communicator.h"
+#include "seam/communicator.h"
 
 using Clock = std::chrono::steady_clock;
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "comm_check.h"
-#include "layouts/errors.h"
-#include "runtime/comm/communicator.h"
+#include "seam/errors.h"
+#include "seam/communicator.h"
 
 using seam::comm::Communicator;
 using seam::comm::Work;

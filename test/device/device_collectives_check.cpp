@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "kernels/cuda/norm.h"
-#include "layouts/errors.h"
-#include "runtime/comm/communicator.h"
-#include "runtime/device/device_communicator.h"
+#include "seam/errors.h"
+#include "seam/communicator.h"
+#include "seam/device_communicator.h"
 #include "test/device/device_testing.h"
 
 namespace seam::test::device {

@@ -12,9 +12,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "layouts/errors.h"
-#include "runtime/comm/communicator.h"
-#include "runtime/device/device_communicator.h"
+#include "seam/errors.h"
+#include "seam/communicator.h"
+#include "seam/device_communicator.h"
 #include "test/device/device_testing.h"
 
 int main(int argc, char** argv) {

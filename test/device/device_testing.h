@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "layouts/dtype.h"
+#include "seam/dtype.h"
 
 namespace seam::test::device {
 

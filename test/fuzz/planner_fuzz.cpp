@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/boundary/factories.h"
 
 using namespace seam;

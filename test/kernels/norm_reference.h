@@ -9,8 +9,9 @@
 #include <random>
 #include <vector>
 
-#include "layouts/dtype.h"
-#include "layouts/tensor.h"
+#include "layouts/element_values.h"
+#include "seam/dtype.h"
+#include "seam/tensor.h"
 
 namespace seam::test {
 

@@ -12,7 +12,7 @@
 #include "kernels/device/device_ops.h"
 #include "kernels/norm/elementwise.h"
 #include "kernels/norm/rms_norm.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/boundary/rows/scratch.h"
 #include "runtime/residual/norm.h"
 #include "runtime/residual/owned_tensor.h"

@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "kernels/norm/rms_norm.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "test/kernels/isa.h"
 #include "test/kernels/norm_reference.h"
 

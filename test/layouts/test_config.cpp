@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "layouts/config.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 using seam::Config;
 

@@ -5,8 +5,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "layouts/dtype.h"
-#include "layouts/errors.h"
+#include "layouts/element_values.h"
+#include "seam/dtype.h"
+#include "seam/errors.h"
 
 namespace seam::test {
 

@@ -5,9 +5,9 @@
 #include <cstdint>
 
 #include "layouts/batch_facts.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "layouts/layout.h"
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 #include "layouts/topology.h"
 
 using namespace seam;

@@ -1,17 +1,28 @@
 #!/usr/bin/env bash
-# Seam as an engine gets it: `cmake --install` into a temporary prefix, then the C example
-# (examples/c_allreduce) configured, built and run from its own directory with only
-# CMAKE_PREFIX_PATH pointing at the prefix, and the same program built through pkg-config.
+# Seam as an engine gets it: `cmake --install` into a temporary prefix, then the C and C++ examples
+# (examples/c_allreduce, examples/cpp_allreduce) configured, built and run from their own
+# directories with only CMAKE_PREFIX_PATH pointing at the prefix, and the C program built through
+# pkg-config.
 #   package_test.sh BUILD_DIR SOURCE_DIR MPIEXEC
 set -euo pipefail
 build=$1 source=$2 mpiexec=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
-test -f "$work/prefix/include/seam/seam.h" && test -f "$work/prefix/include/seam/version.h"
-# Nothing but the public headers is installed.
-extra=$(find "$work/prefix/include" -type f ! -name seam.h ! -name version.h)
-if [ -n "$extra" ]; then echo "FAIL: installed headers beyond the public ones: $extra"; exit 1; fi
+# Exactly the public headers are installed (device_communicator.h where Seam was built with CUDA).
+public="communicator.h detail/f16_soft.h dtype.h errors.h norm.h seam.h shared_host_memory.h tensor.h version.h work.h"
+ls "$work"/prefix/lib*/libseam_cuda.so* >/dev/null 2>&1 && public="$public device_communicator.h"
+installed=$(cd "$work/prefix/include/seam" && find . -type f | sed 's|^\./||' | sort | paste -sd' ')
+if [ "$installed" != "$(tr ' ' '\n' <<<"$public" | sort | paste -sd' ')" ]; then
+  echo "FAIL: installed headers: $installed; the public ones: $public"
+  exit 1
+fi
+# Each public header compiles on its own, with nothing but the prefix on the include path.
+for h in $public; do
+  case $h in seam.h | version.h | device_communicator.h | detail/*) continue ;; esac
+  echo "#include <seam/$h>" | c++ -std=c++20 -fsyntax-only -Wall -Wextra -Werror -I"$work/prefix/include" -x c++ - ||
+    { echo "FAIL: <seam/$h> does not compile alone"; exit 1; }
+done
 cmake -S "$source/examples/c_allreduce" -B "$work/example" -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/configure.log"
 cmake --build "$work/example" >"$work/build.log"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -19,4 +30,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" cc -std=c99 -o "$work/c_allreduce_pc" \
   "$source/examples/c_allreduce/main.c" $(PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" pkg-config --cflags --libs seam)
 "$mpiexec" --oversubscribe --bind-to none -n 2 "$work/c_allreduce_pc"
+# The C++ API: the communicator's collectives through seam::seam.
+cmake -S "$source/examples/cpp_allreduce" -B "$work/cpp" -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/cpp-configure.log"
+cmake --build "$work/cpp" >"$work/cpp-build.log"
+"$mpiexec" --oversubscribe --bind-to none -n 3 "$work/cpp/cpp_allreduce"
 echo "package test passed"

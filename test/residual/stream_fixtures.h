@@ -9,7 +9,7 @@
 #include <string>
 
 #include "kernels/norm/elementwise.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/residual/batch.h"
 #include "test/kernels/norm_reference.h"
 

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "transports/cuda_peer/fd_channel.h"
 
 using namespace seam;

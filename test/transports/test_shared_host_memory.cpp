@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "transports/shm/kernel_copy_speed.h"
 #include "transports/shm/shared_host_memory.h"
 

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/bootstrap/bootstrap.h"
 #include "test/transports/listen_port.h"
 #include "thread_exchange.h"

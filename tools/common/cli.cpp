@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <exception>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam::cli {
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "layouts/config.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/collectives/selection.h"
 #include "tools/common/cli.h"
 #if SEAM_HAVE_CUDA

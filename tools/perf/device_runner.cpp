@@ -13,9 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/device/device_communicator.h"
+#include "seam/device_communicator.h"
 #include "tools/perf/device_copy_bandwidth.h"
 #include "tools/common/cli.h"
+#include "layouts/element_values.h"
 
 namespace seam::perf {
 namespace {

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "runtime/comm/communicator.h"
+#include "seam/communicator.h"
 #include "tools/perf/perf_args.h"
 #include "tools/perf/perf_collective.h"
 

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 #include "transports/shm/process_memory.h"
 
 namespace seam::perf {

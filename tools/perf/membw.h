@@ -3,7 +3,7 @@
 // one process's plain buffers take from or give to another's.
 #pragma once
 
-#include "runtime/comm/communicator.h"
+#include "seam/communicator.h"
 
 namespace seam::perf {
 

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <optional>
 
-#include "layouts/dtype.h"
+#include "seam/dtype.h"
 
 namespace seam::perf {
 

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "layouts/dtype.h"
+#include "seam/dtype.h"
 #include "runtime/collectives/selection.h"
-#include "runtime/comm/communicator.h"
+#include "seam/communicator.h"
 
 namespace seam::perf {
 

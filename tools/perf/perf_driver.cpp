@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "kernels/reduce/reduce.h"
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 #include "runtime/collectives/schedules.h"
 #include "runtime/collectives/shm_tuner.h"
 #include "runtime/comm/host_steal.h"
@@ -26,6 +26,7 @@
 #include "tools/perf/perf_collective.h"
 #include "tools/perf/pile_up.h"
 #include "transports/shm/shared_host_memory.h"
+#include "layouts/element_values.h"
 
 namespace seam::perf {
 

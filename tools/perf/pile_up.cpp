@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 
-#include "runtime/comm/communicator.h"
+#include "seam/communicator.h"
 
 namespace seam::perf {
 

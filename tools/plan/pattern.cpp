@@ -1,6 +1,6 @@
 #include "tools/plan/pattern.h"
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam::plan {
 

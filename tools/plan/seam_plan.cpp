@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "tools/common/cli.h"
 #include "runtime/boundary/introspection.h"
 #include "tools/plan/pattern.h"

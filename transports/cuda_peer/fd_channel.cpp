@@ -11,7 +11,7 @@
 #include <cstring>
 #include <random>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam::transport::cuda_peer {
 namespace {

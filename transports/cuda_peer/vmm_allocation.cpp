@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam::transport::cuda_peer {
 namespace {

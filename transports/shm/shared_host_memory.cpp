@@ -12,7 +12,7 @@
 #include <tuple>
 #include <utility>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "layouts/sha256.h"
 #include "transports/shm/shm_segment.h"
 

@@ -18,7 +18,7 @@
 #include <random>
 #include <vector>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "layouts/log.h"
 
 namespace seam::shm {

@@ -18,7 +18,7 @@
 #include <list>
 #include <memory>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "layouts/log.h"
 #include "transports/shm/pool_allocator.h"
 #include "transports/shm/process_memory.h"

@@ -13,7 +13,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "layouts/log.h"
 #include "transports/shm/pool_allocator.h"
 

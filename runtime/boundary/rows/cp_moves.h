@@ -9,7 +9,7 @@
 
 #include <span>
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 #include "runtime/boundary/rows/process_groups.h"
 #include "runtime/boundary/rows/scratch.h"
 

@@ -8,8 +8,8 @@
 #include <cstddef>
 #include <span>
 
-#include "layouts/tensor.h"
-#include "runtime/comm/work.h"
+#include "seam/tensor.h"
+#include "seam/work.h"
 
 namespace seam::boundary::rows {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "kernels/norm/elementwise.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/boundary/rows/tensor_collectives.h"
 #include "runtime/boundary/rows/tp_moves.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "layouts/batch_facts.h"
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 #include "runtime/boundary/rows/process_groups.h"
 #include "runtime/boundary/rows/scratch.h"
 

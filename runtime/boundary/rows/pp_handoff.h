@@ -7,7 +7,7 @@
 // tensors travel through host memory: the sender copies them out, the receiver into its device.
 #pragma once
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 #include "runtime/boundary/rows/process_groups.h"
 #include "runtime/residual/storage.h"
 

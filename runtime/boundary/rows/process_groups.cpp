@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam::boundary::rows {
 

@@ -12,7 +12,7 @@
 #include "layouts/topology.h"
 #include "runtime/boundary/rows/device_group.h"
 #include "runtime/boundary/rows/traffic.h"
-#include "runtime/comm/communicator.h"
+#include "seam/communicator.h"
 
 namespace seam::boundary::rows {
 

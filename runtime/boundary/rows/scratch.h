@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 #include "runtime/residual/storage.h"
 
 namespace seam::boundary::rows {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kernels/norm/elementwise.h"
-#include "layouts/errors.h"
+#include "seam/errors.h"
 
 namespace seam::boundary::rows {
 

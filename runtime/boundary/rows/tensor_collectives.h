@@ -8,9 +8,9 @@
 
 #include <span>
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 #include "runtime/boundary/rows/process_groups.h"
-#include "runtime/comm/work.h"
+#include "seam/work.h"
 
 namespace seam::boundary::rows {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "layouts/errors.h"
+#include "seam/errors.h"
 #include "runtime/boundary/rows/tensor_collectives.h"
 
 namespace seam::boundary::rows {

@@ -4,9 +4,9 @@
 // rank order; a reduce-scatter completes a partial sum onto the slice.
 #pragma once
 
-#include "layouts/tensor.h"
+#include "seam/tensor.h"
 #include "runtime/boundary/rows/process_groups.h"
-#include "runtime/comm/work.h"
+#include "seam/work.h"
 
 namespace seam::boundary::rows {
 
