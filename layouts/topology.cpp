@@ -147,7 +147,7 @@ std::string Topology::describe() const {
   const std::pair<bool, const char*> switches[] = {
       {enable_prefill_cp, "prefill_cp"},         {cp_over_attn_cp, "dsa_mla_cp"},
       {moe_cp_all_gather, "moe_cp_all_gather"},  {attn_tp_input_scattered, "input_scattered"},
-      {disable_attn_tp_gather, "no_attn_tp_gather"}, {ag_after_qlora, "ag_after_qlora"},
+      {disable_attn_tp_gather, "no_attn_tp_gather"}, {ag_after_qlora, "ag_after_qlora"}, {dp_gatherv, "dp_gatherv"},
       {sequence_parallel, "sequence_parallel"},  {moe_a2a_backend, "a2a"},
       {fp4_all_gather, "fp4_all_gather"},        {quantized_comm, "quantized_comm"},
       {lora, "lora"},                            {shared_expert_tp1, "shared_expert_tp1"},

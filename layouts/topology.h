@@ -33,6 +33,7 @@ struct Topology {
   bool attn_tp_input_scattered = false;     ///< --enable-attn-tp-input-scattered
   bool disable_attn_tp_gather = false;
   bool ag_after_qlora = false;              ///< attention gathers its sliced input itself (SGLANG_USE_AG_AFTER_QLORA)
+  bool dp_gatherv = false;                  ///< SUM_LEN DP gathers as one all_gatherv where attn_tp 1, tp = attn_dp (SGLANG_DP_USE_GATHERV)
   bool sequence_parallel = false;           ///< LayerNorm-SP configured for this model
   bool moe_a2a_backend = false;             ///< an all-to-all MoE backend (DeepEP, pplx, ...)
   bool fp4_all_gather = false;              ///< flashinfer-cutlass FP4 all-gather MoE path
@@ -53,6 +54,8 @@ struct Topology {
   bool attn_dp_enabled() const { return attn_dp > 1; }
   int dense_tp_size() const { return moe_dense_tp > 0 ? moe_dense_tp : tp; }
   bool dense_ffn_fully_dp() const { return dense_tp_size() == 1; }
+  /// Whether a SUM_LEN DP gather runs as one TP all_gatherv of exact per-replica rows (§3.1).
+  bool dp_gathers_v() const { return dp_gatherv && attn_dp > 1 && attn_tp == 1 && tp == attn_dp && attn_cp == 1; }
   /// The MoE routes this rank's own token shard ("MoE on local rows").
   bool moe_on_local_rows() const { return moe_a2a_backend || fp4_all_gather || dwdp > 1; }
   bool prefill_cp_shards_tokens() const { return attn_cp > 1 && enable_prefill_cp; }

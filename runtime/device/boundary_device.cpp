@@ -36,6 +36,10 @@ class CommGroup final : public boundary::rows::DeviceGroup {
     comm_->all_gather(send.data, recv.data, count(send), send.dtype, current_stream());
     return {};
   }
+  comm::Work all_gatherv(const Tensor& send, const Tensor& recv, std::span<const size_t> counts) override {
+    comm_->all_gatherv(send.data, recv.data, counts, send.dtype, current_stream());
+    return {};
+  }
 
  private:
   static size_t count(const Tensor& t) { return static_cast<size_t>(t.numel()); }

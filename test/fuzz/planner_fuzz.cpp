@@ -35,7 +35,7 @@ Topology decode_topology(FuzzedDataProvider& in) {
   t.pp = in.ConsumeIntegralInRange(1, 4);
   t.dwdp = in.ConsumeIntegralInRange(1, 2);
   bool* flags[] = {&t.enable_prefill_cp, &t.cp_over_attn_cp, &t.moe_cp_all_gather, &t.attn_tp_input_scattered,
-                   &t.disable_attn_tp_gather, &t.ag_after_qlora, &t.sequence_parallel, &t.moe_a2a_backend,
+                   &t.disable_attn_tp_gather, &t.ag_after_qlora, &t.dp_gatherv, &t.sequence_parallel, &t.moe_a2a_backend,
                    &t.fp4_all_gather, &t.quantized_comm, &t.lora, &t.shared_expert_tp1,
                    &t.moe_output_complete, &t.eagle_speculative, &t.two_batch_overlap};
   for (bool* f : flags) *f = in.ConsumeBool();

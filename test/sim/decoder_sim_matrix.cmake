@@ -102,6 +102,24 @@ seam_add_sim_test(tp4_dp2_rs+rsv_AF_max NP 4 DEVICE ARGS --tp 4 --attn-dp 2 --po
   EXPECT "DP gather \\(partial, completes ATTN_TP\\).*ffn->attn \\[ORDINARY\\]: MAX_LEN: TP reduce_scatter at next input \\(deferred\\)")
 seam_add_sim_test(tp4_dp2_rsv_AE_sum NP 4 DEVICE ARGS --tp 4 --attn-dp 2 --policy rsv --pattern AE --layers 2 --tokens 3,7 --padding sum
   EXPECT "ffn->attn \\[ORDINARY\\]: MOE_OUTPUT all_reduce \\+ DP scatter at next input \\(deferred\\)")
+# GQA prefill CP (§2.6 row 16, §3.3) with uneven shards: each CP rank holds --cp-shards rows of its
+# replica; the FFN's input gather pads every shard to the longest (ATTN_CP all_gather of 2 x 5 rows
+# at 5,3), takes its own rows back at the exit; under DP x CP the DP gather places the shards.
+seam_add_sim_test(tp2_cp2_gqa_ar_AE_uneven NP 2 DEVICE ARGS --tp 2 --attn-cp 2 --gqa-cp --cp-shards 5,3 --policy ar --pattern AE --layers 2 --tokens 7
+  EXPECT "input CP gather\n *ffn->norm \\[CONTEXT_PARALLEL\\]: MOE_OUTPUT all_reduce in compute, CP take-back at exit.*ATTN_CP +all_gather +2 calls +2560 bytes")
+seam_add_sim_test(tp4_cp2_gqa_rs+rsv_AF_uneven_bf16 NP 4 ARGS --tp 4 --attn-cp 2 --gqa-cp --cp-shards 6,2 --policy rs+rsv --pattern AF --layers 2 --tokens 7 --dtype bf16
+  EXPECT "CP take-back at exit")
+seam_add_sim_test(tp4_dp2_cp2_gqa_ar_AE_uneven NP 4 DEVICE ARGS --tp 4 --attn-dp 2 --attn-cp 2 --gqa-cp --cp-shards 3,1 --policy ar --pattern AE --layers 2 --tokens 4,3
+  EXPECT "DP gather \\(replicate, places CP shards\\)\n *ffn->norm \\[CONTEXT_PARALLEL\\]: MOE_OUTPUT all_reduce in compute, DP\\+CP take-back at exit")
+seam_add_sim_test(tp2_pp2_cp2_gqa_ar_MMF_uneven NP 4 ARGS --tp 2 --pp 2 --attn-cp 2 --gqa-cp --cp-shards 1,5 --policy ar --pattern MMF --layers 2 --tokens 6
+  EXPECT "CP take-back at exit")
+
+# SGLANG_DP_USE_GATHERV (§3.1): attn_tp 1, tp = attn_dp, SUM_LEN: the DP gather is one TP
+# all_gatherv of each replica's exact rows, and RSv returns them (one idle replica).
+seam_add_sim_test(tp2_dp2_rsv_AF_sum_gatherv NP 2 DEVICE ARGS --tp 2 --attn-dp 2 --policy rsv --pattern AF --layers 2 --tokens 3,0 --padding sum
+  --dp-gatherv EXPECT "TP +reduce_scatterv .*TP +all_gatherv")
+seam_add_sim_test(tp4_dp4_rsv_AE_sum_gatherv_bf16 NP 4 ARGS --tp 4 --attn-dp 4 --policy rsv --pattern AE --layers 2 --tokens 3,1,6,2 --padding sum
+  --dp-gatherv --dtype bf16 EXPECT "MOE_OUTPUT reduce_scatterv at exit.*TP +reduce_scatterv .*TP +all_gatherv")
 seam_add_sim_test(tp4_dp2_ar_MMF_bf16 NP 4 ARGS --tp 4 --attn-dp 2 --policy ar --pattern MMF --tokens 2,5 --dtype bf16
   EXPECT "attn->attn \\[ORDINARY\\]: ATTN_TP all_reduce in compute.*DP gather \\(partial, completes ATTN_TP\\)")
 

@@ -4,7 +4,7 @@
 // handoff. Every rank computes every other rank's inputs, so each result is checked element by
 // element against a reference built locally. Values are small integers: every sum is exact.
 //
-//   mpirun -n 4 test_row_moves --attn-dp 2 [--attn-cp 1] [--pp 1]
+//   mpirun -n 4 test_row_moves --attn-dp 2 [--attn-cp 1] [--pp 1] [--dp-gatherv 1]
 #include <cstdint>
 #include <algorithm>
 #include <cstdio>
@@ -113,6 +113,10 @@ void dp_moves(ProcessGroups& g, const std::vector<int64_t>& tokens, PaddingMode 
     return dp;
   };
   const std::string tag = std::string(mode == PaddingMode::MAX_LEN ? "MAX_LEN" : "SUM_LEN");
+  // Under dp_gatherv a SUM_LEN gather is one TP all_gatherv, never a zero-fill and all-reduce.
+  const bool gathers_v = mode == PaddingMode::SUM_LEN && t.dp_gathers_v();
+  auto tp_calls = [&](CollectiveKind kind) { return g.traffic().count(GroupKind::TP, kind).calls; };
+  const uint64_t gathervs = tp_calls(CollectiveKind::all_gatherv), reduces = tp_calls(CollectiveKind::all_reduce);
 
   // Partial: each attention-TP rank holds a partial; the gather sums them.
   local.fill([&](int64_t r, int64_t c) { return value(g.tp_rank(), r, c); });
@@ -134,6 +138,11 @@ void dp_moves(ProcessGroups& g, const std::vector<int64_t>& tokens, PaddingMode 
     return value(t.tp_rank_of({dp, 0, 0}), lr, c);
   }, ("DP gather replicate " + tag).c_str());
   local.expect([&](int64_t r, int64_t c) { return value(dp_base, r, c); }, ("DP gather replicate leaves its input " + tag).c_str());
+  if (gathers_v)
+    ROWS_CHECK(tp_calls(CollectiveKind::all_gatherv) == gathervs + 2 && tp_calls(CollectiveKind::all_reduce) == reduces,
+               "a SUM_LEN DP gather under dp_gatherv is one TP all_gatherv");
+  else
+    ROWS_CHECK(tp_calls(CollectiveKind::all_gatherv) == gathervs, "no all_gatherv without dp_gatherv");
 
   dp_scatter(f, global.t, local.t);
   local.expect([&](int64_t r, int64_t c) { return value(dp_base, r, c); }, ("DP scatter " + tag).c_str());
@@ -303,17 +312,20 @@ void host_fusion(ProcessGroups& g) {
 
 int main(int argc, char** argv) {
   int attn_dp = 1, attn_cp = 1, pp = 1;
+  bool dp_gatherv = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int v = std::atoi(argv[i + 1]);
     if (flag == "--attn-dp") attn_dp = v;
     else if (flag == "--attn-cp") attn_cp = v;
     else if (flag == "--pp") pp = v;
+    else if (flag == "--dp-gatherv") dp_gatherv = v != 0;
   }
   auto world = comm::Communicator::create_world();
   g_rank = world->rank();
   Topology topology = Topology::make(world->size() / pp, attn_dp, attn_cp);
   topology.pp = pp;
+  topology.dp_gatherv = dp_gatherv;
   ProcessGroups groups(world, topology);
   attn_tp_moves(groups);
   std::vector<int64_t> tokens;

@@ -23,7 +23,7 @@ void usage() {
   std::puts(
       "usage: seam_plan --pattern AFAF... [--layers N] [--quiet] [--tp N] [--attn-dp N] [--attn-tp N] [--attn-cp N] [--pp N]\n"
       "                 [--moe-ep N] [--moe-dp N] [--dense-tp N] [--policy ar|rs|rsv|rs+rsv|auto] [--arch NAME]\n"
-      "                 [--model-type NAME] [--model-version V] [--a2a] [--input-scattered] [--prefill-cp] [--dsa-cp] [--sp] [--tbo] [--lora]\n"
+      "                 [--model-type NAME] [--model-version V] [--a2a] [--input-scattered] [--dp-gatherv] [--prefill-cp [--moe-cp-gather]] [--dsa-cp] [--sp] [--tbo] [--lora]\n"
       "  pattern letters: A attention, F dense FFN, E sparse (MoE) FFN, M single-stage mixer\n"
       "  --layers repeats the pattern (a stack longer than one argument); --quiet prints no plan lines\n"
       "  --attn-tp defaults to tp / (attn-dp * attn-cp); --moe-tp to tp / (moe-ep * moe-dp)\n"
@@ -39,7 +39,7 @@ struct Args {
   bool quiet = false;
   int tp = 1, attn_dp = 1, attn_tp = 0, attn_cp = 1, pp = 1, moe_ep = 1, moe_dp = 1, dense_tp = 0;
   std::string policy = "auto", arch, model_type, model_version;
-  bool a2a = false, input_scattered = false, prefill_cp = false, dsa_cp = false, sp = false, tbo = false, lora = false;
+  bool a2a = false, input_scattered = false, dp_gatherv = false, moe_cp_gather = false, prefill_cp = false, dsa_cp = false, sp = false, tbo = false, lora = false;
 };
 
 // Largest group size a flag takes: products of sizes are checked in 64 bits, never in int.
@@ -69,6 +69,8 @@ Args parse(int argc, char** argv) {
     else if (flag == "--model-version") a.model_version = in.value();
     else if (flag == "--a2a") a.a2a = true;
     else if (flag == "--input-scattered") a.input_scattered = true;
+    else if (flag == "--dp-gatherv") a.dp_gatherv = true;
+    else if (flag == "--moe-cp-gather") a.moe_cp_gather = true;
     else if (flag == "--prefill-cp") a.prefill_cp = true;
     else if (flag == "--dsa-cp") a.dsa_cp = true;
     else if (flag == "--sp") a.sp = true;
@@ -109,8 +111,10 @@ PlanContext context_of(const Args& a) {
   t.moe_dense_tp = a.dense_tp;
   t.moe_a2a_backend = a.a2a;
   t.attn_tp_input_scattered = a.input_scattered;
+  t.dp_gatherv = a.dp_gatherv;
   t.enable_prefill_cp = a.prefill_cp || a.dsa_cp;
   t.cp_over_attn_cp = a.dsa_cp;
+  t.moe_cp_all_gather = a.moe_cp_gather;
   t.sequence_parallel = a.sp;
   t.two_batch_overlap = a.tbo;
   t.lora = a.lora;

@@ -39,7 +39,10 @@ Topology topology_of(const SimArgs& a) {
   t.pp = a.pp;
   t.moe_dense_tp = a.dense_tp;
   t.attn_tp_input_scattered = a.input_scattered;
-  t.enable_prefill_cp = t.cp_over_attn_cp = a.attn_cp > 1;
+  t.dp_gatherv = a.dp_gatherv;
+  t.enable_prefill_cp = a.attn_cp > 1;
+  t.cp_over_attn_cp = a.attn_cp > 1 && !a.gqa_cp;
+  t.moe_cp_all_gather = a.gqa_cp;
   // Two-batch overlap is part of the plan: a dense FFN before the split hands on attention rows
   // under fully data-parallel dense FFNs (TBO_SPLIT, §3.5).
   t.two_batch_overlap = a.microbatches == 2;
@@ -210,7 +213,8 @@ int run(int argc, char** argv) {
   residual::ForwardBatch batch;
   const BatchVariant variant = variant_of(args);
   batch.facts = BatchFacts::make(args.tokens, groups.attn().dp, ctx.topology.attn_tp * ctx.topology.attn_cp,
-                                 args.padding_mode(), variant);
+                                 args.padding_mode(), variant)
+                    .with_cp_shards(args.cp_shards, ctx.topology.attn_cp);
   // A set of stage runners per microbatch: a runner's buffers serve one live stream at a time.
   std::vector<Runners> runners;
   for (int m = 0; m < args.microbatches; ++m) runners.push_back(bind_runners(stack, groups));

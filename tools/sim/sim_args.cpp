@@ -17,7 +17,7 @@ namespace {
 void usage() {
   std::puts(
       "usage: mpirun -n <tp*pp> seam_decoder_sim --pattern AF [--layers N] [--tp N] [--attn-dp N] [--attn-cp N [--cp-decode]]\n"
-      "         [--pp N] [--moe-ep N] [--dense-tp 1] [--input-scattered] [--policy ar|rs|rsv|rs+rsv|auto]\n"
+      "         [--gqa-cp [--cp-shards a,b,...]] [--pp N] [--moe-ep N] [--dense-tp 1] [--input-scattered] [--dp-gatherv] [--policy ar|rs|rsv|rs+rsv|auto]\n"
       "         [--tokens a,b,...] [--padding max|sum|auto] [--dtype fp32|bf16] [--hidden N] [--seed N]\n"
       "         [--capture] [--microbatches 2] [--no-fusion] [--device cpu|cuda] [--quiet]\n"
       "         [--inject-fault scale|drop|twice]\n"
@@ -30,7 +30,11 @@ void usage() {
       "  --dense-tp 1 runs dense FFNs fully data-parallel, each rank on its own attention-TP slice of rows.\n"
       "  --attn-cp N runs a context-parallel (DSA/MLA-style prefill CP) batch: each CP rank holds an equal\n"
       "  shard of its replica's tokens; with --cp-decode, a decode batch on that topology instead (every CP\n"
-      "  rank holds its replica's rows whole).\n"
+      "  rank holds its replica's rows whole). --gqa-cp makes it GQA prefill CP (the MoE gathers over the\n"
+      "  MoE-CP group), and --cp-shards a,b,... gives each CP rank's rows of its replica (uneven shards,\n"
+      "  padded to the longest where they are gathered).\n"
+      "  --dp-gatherv gathers SUM_LEN DP rows with one all_gatherv where attn_tp is 1 and tp = attn_dp\n"
+      "  (SGLANG_DP_USE_GATHERV).\n"
       "  --input-scattered runs INPUT_SCATTERED batches: the embedding is a TP partial (a vocab-parallel\n"
       "  embedding), attention reads on attention-TP slices and gathers its input itself.\n"
       "  --capture makes every attention prepare capture its updated residual (on its producer's rows);\n"
@@ -84,7 +88,10 @@ SimArgs parse_sim_args(int argc, char** argv) {
     else if (flag == "--seed") a.seed = static_cast<uint64_t>(in.number(0, INT64_MAX));
     else if (flag == "--no-fusion") a.fusion = false;
     else if (flag == "--input-scattered") a.input_scattered = true;
+    else if (flag == "--dp-gatherv") a.dp_gatherv = true;
     else if (flag == "--cp-decode") a.cp_decode = true;
+    else if (flag == "--gqa-cp") a.gqa_cp = true;
+    else if (flag == "--cp-shards") a.cp_shards = cli::parse_int_list(flag, in.value(), 0, kMaxTokens);
     else if (flag == "--capture") a.capture = true;
     else if (flag == "--microbatches") a.microbatches = in.int_number(1, 2);
     else if (flag == "--quiet") a.quiet = true;
@@ -117,6 +124,13 @@ SimArgs parse_sim_args(int argc, char** argv) {
   if (int64_t{a.tp} * a.pp > kMaxSize) throw ValueError("--tp * --pp: at most " + std::to_string(kMaxSize) + " ranks");
   if (a.attn_cp > 1 && a.input_scattered) throw ValueError("--attn-cp runs without --input-scattered");
   if (a.cp_decode && a.attn_cp == 1) throw ValueError("--cp-decode needs --attn-cp");
+  if (a.gqa_cp && (a.attn_cp == 1 || a.cp_decode)) throw ValueError("--gqa-cp needs --attn-cp and a prefill batch");
+  if (!a.cp_shards.empty()) {
+    if (!a.gqa_cp) throw ValueError("--cp-shards needs --gqa-cp (DSA/MLA CP shards are equal)");
+    if (static_cast<int>(a.cp_shards.size()) != a.attn_cp)
+      throw ValueError("--cp-shards needs one entry per attention-CP rank (" + std::to_string(a.attn_cp) + ")");
+    if (a.microbatches == 2) throw ValueError("--cp-shards runs without --microbatches 2");
+  }
   if (static_cast<int>(a.tokens.size()) != a.attn_dp)
     throw ValueError("--tokens needs one entry per attention-DP replica (" + std::to_string(a.attn_dp) + ")");
   if (std::accumulate(a.tokens.begin(), a.tokens.end(), int64_t{0}) == 0)

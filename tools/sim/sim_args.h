@@ -18,6 +18,8 @@ struct SimArgs {
   int attn_dp = 1;                     ///< attn_tp = tp / (attn_dp * attn_cp)
   int attn_cp = 1;                     ///< > 1: a DSA/MLA-style prefill-CP batch, equal shards over attention CP
   bool cp_decode = false;              ///< with attn_cp > 1: a decode batch instead, whole on every CP rank
+  bool gqa_cp = false;                 ///< with attn_cp > 1: GQA prefill CP (the MoE gathers over MoE-CP), not DSA/MLA
+  std::vector<int64_t> cp_shards;      ///< with gqa_cp: each CP rank's rows of its replica (uneven shards)
   int pp = 1;
   int moe_ep = 0;                      ///< expert parallel size (0 = tp); MoE-TP = tp / moe_ep
   int dense_tp = 0;                    ///< dense FFN TP size: 1 (fully DP, on this rank's rows) or tp (0 = tp)
@@ -27,6 +29,7 @@ struct SimArgs {
   DType dtype = DType::f32;
   int64_t hidden = 64;
   uint64_t seed = 1;
+  bool dp_gatherv = false;             ///< SUM_LEN DP gathers as one all_gatherv (Topology::dp_gatherv)
   bool input_scattered = false;        ///< attention input on attention-TP slices (INPUT_SCATTERED batches)
   int microbatches = 1;                ///< 2: two-batch overlap (each microbatch on its own stream and runners)
   bool capture = false;                ///< every attention prepare captures its updated residual (checked too)

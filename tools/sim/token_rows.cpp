@@ -1,6 +1,8 @@
 #include <cstdint>
 #include "tools/sim/token_rows.h"
 
+#include <algorithm>
+#include <span>
 #include <stdexcept>
 
 namespace seam::sim {
@@ -32,7 +34,28 @@ std::vector<int64_t> token_ids(const BatchFacts& facts, const ReplicaRows& rows,
     const auto per_part = static_cast<int64_t>(ids.size()) / count;
     ids = std::vector<int64_t>(ids.begin() + per_part * index, ids.begin() + per_part * (index + 1));
   };
-  if (layout.has(TokenAxis::ATTN_CP)) keep_part(at.cp, topology.attn_cp);
+  // Uneven CP shards (GQA CP): rank r holds shards[r] rows of its replica, in rank order. Gathered
+  // over CP alone (no DP), each shard is padded to the longest; a DP x CP gather places them back
+  // to back in the replica's slot instead.
+  const std::span<const int64_t> shards = facts.cp_shard_rows();
+  const bool uneven = !shards.empty() && facts.variant() == BatchVariant::CONTEXT_PARALLEL;
+  if (uneven && layout.has(TokenAxis::ATTN_CP)) {
+    int64_t first = 0;
+    for (int r = 0; r < at.cp; ++r) first += shards[static_cast<size_t>(r)];
+    ids = std::vector<int64_t>(ids.begin() + first, ids.begin() + first + shards[static_cast<size_t>(at.cp)]);
+  } else if (uneven && facts.dp_size() == 1) {
+    const int64_t block = *std::max_element(shards.begin(), shards.end());
+    std::vector<int64_t> padded;
+    int64_t first = 0;
+    for (int64_t n : shards) {
+      padded.insert(padded.end(), ids.begin() + first, ids.begin() + first + n);
+      padded.insert(padded.end(), static_cast<size_t>(block - n), -1);
+      first += n;
+    }
+    ids = std::move(padded);
+  } else if (layout.has(TokenAxis::ATTN_CP)) {
+    keep_part(at.cp, topology.attn_cp);
+  }
   if (layout.has(TokenAxis::ATTN_TP_SCATTER)) keep_part(at.tp, topology.attn_tp);
   return ids;
 }

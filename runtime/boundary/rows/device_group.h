@@ -24,6 +24,8 @@ class DeviceGroup {
   virtual comm::Work reduce_scatterv(const Tensor& send, const Tensor& recv, std::span<const size_t> counts) = 0;
   /// recv := every rank's send, in group rank order.
   virtual comm::Work all_gather(const Tensor& send, const Tensor& recv) = 0;
+  /// recv := rank r's counts[r] elements, in group rank order (send holds this rank's).
+  virtual comm::Work all_gatherv(const Tensor& send, const Tensor& recv, std::span<const size_t> counts) = 0;
 };
 
 }  // namespace seam::boundary::rows

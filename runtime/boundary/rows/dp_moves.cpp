@@ -92,6 +92,11 @@ void dp_gather(ProcessGroups& groups, const BatchFacts& facts, const Tensor& loc
                DpGatherMode mode, Scratch& scratch) {
   check_dp_shapes(groups, facts, local, global);
   const Topology& t = groups.topology();
+  if (facts.padding() == PaddingMode::SUM_LEN && t.dp_gathers_v()) {
+    // attn_tp 1: each replica is one TP rank (DP-major), partial and replicate rows alike.
+    const Tensor mine = local.slice_rows(0, facts.rows(facts.dp_rank()));
+    return all_gatherv(groups, GroupKind::TP, mine, global, facts.rows_per_dp()).wait();
+  }
   if (facts.padding() == PaddingMode::SUM_LEN || t.attn_cp > 1) return gather_through_all_reduce(groups, facts, local, global, mode);
   if (t.attn_tp == 1) return all_gather(groups, GroupKind::TP, local, global).wait();
   // One scratch holds the chunk and, when this rank contributes zeros, the zero rows.

@@ -30,6 +30,8 @@ enum class DpGatherMode : uint8_t {
 ///    all-gather of the chunks (TP rank order is DP-major, attention-TP inner).
 ///  SUM_LEN, and always under attention CP: zero `global`, writers copy their rows at their offset
 ///    (PARTIAL: every attention-TP rank; REPLICATE: attention-TP rank 0; CP rank 0 only), TP all-reduce.
+///  SUM_LEN under Topology::dp_gathers_v() (attn_tp 1, tp = attn_dp): one TP all_gatherv of each
+///    replica's exact rows.
 void dp_gather(ProcessGroups& groups, const BatchFacts& facts, const Tensor& local, const Tensor& global,
                DpGatherMode mode, Scratch& scratch);
 

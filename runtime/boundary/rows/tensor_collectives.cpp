@@ -96,4 +96,20 @@ comm::Work all_gather(ProcessGroups& groups, GroupKind group, const Tensor& send
   return c->all_gather(send.data, recv.data, static_cast<size_t>(send.numel()), send.dtype);
 }
 
+comm::Work all_gatherv(ProcessGroups& groups, GroupKind group, const Tensor& send, const Tensor& recv,
+                       std::span<const int64_t> rows) {
+  require_same_kind(send, recv, "all_gatherv");
+  if (static_cast<int>(rows.size()) != groups.size(group))
+    throw ValueError("row move: all_gatherv needs one row count per rank of the group");
+  require_rows(send, rows[static_cast<size_t>(groups.rank_in(group))], "all_gatherv");
+  require_rows(recv, std::accumulate(rows.begin(), rows.end(), int64_t{0}), "all_gatherv");
+  comm::Communicator* c = groups.comm(group);
+  if (!c) return local_copy(send, recv);
+  std::vector<size_t> counts(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) counts[i] = static_cast<size_t>(rows[i] * send.cols);
+  groups.traffic().record(group, CollectiveKind::all_gatherv, recv.bytes());
+  if (on_device(send, recv)) return device_group(groups, group, send, &recv).all_gatherv(send, recv, counts);
+  return c->all_gatherv(send.data, recv.data, counts, send.dtype);
+}
+
 }  // namespace seam::boundary::rows

@@ -23,6 +23,9 @@ comm::Work reduce_scatterv(ProcessGroups& groups, GroupKind group, const Tensor&
                            std::span<const int64_t> rows);
 /// recv (size * send.rows rows) := every rank's send, in group rank order.
 comm::Work all_gather(ProcessGroups& groups, GroupKind group, const Tensor& send, const Tensor& recv);
+/// recv (sum(rows) rows) := every rank's send (rows[rank] rows), in group rank order; zero rows allowed.
+comm::Work all_gatherv(ProcessGroups& groups, GroupKind group, const Tensor& send, const Tensor& recv,
+                       std::span<const int64_t> rows);
 
 /// Throws ValueError unless t is contiguous (collectives move whole rows back to back).
 void require_contiguous(const Tensor& t, const char* what);

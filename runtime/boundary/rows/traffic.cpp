@@ -23,6 +23,7 @@ std::string_view collective_kind_name(CollectiveKind kind) {
     case CollectiveKind::send: return "send";
     case CollectiveKind::recv: return "recv";
     case CollectiveKind::fused_all_reduce_norm: return "fused_all_reduce_norm";
+    case CollectiveKind::all_gatherv: return "all_gatherv";
   }
   return "?";
 }

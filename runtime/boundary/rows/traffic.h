@@ -20,8 +20,10 @@ std::string_view group_kind_name(GroupKind group);
 
 /// The collective (or point-to-point operation) counted.
 /// fused_all_reduce_norm: one fused all-reduce + residual add + RMSNorm call (a device fusion).
-enum class CollectiveKind : uint8_t { all_reduce, reduce_scatter, reduce_scatterv, all_gather, send, recv, fused_all_reduce_norm };
-inline constexpr int kCollectiveKindCount = 7;
+enum class CollectiveKind : uint8_t {
+  all_reduce, reduce_scatter, reduce_scatterv, all_gather, send, recv, fused_all_reduce_norm, all_gatherv
+};
+inline constexpr int kCollectiveKindCount = 8;
 std::string_view collective_kind_name(CollectiveKind kind);
 
 class Traffic {
