@@ -12,10 +12,14 @@
 #include "layouts/batch_facts.h"
 #include "layouts/topology.h"
 #include "runtime/boundary/contracts.h"
-#include "runtime/boundary/exit_flags.h"
+#include "runtime/residual/exit_flags.h"
 #include "runtime/boundary/steps.h"
 
 namespace seam::boundary {
+
+// The flags live with the forward batch that carries them to compute (residual/ sits below boundary/).
+using residual::ExitFlags;
+using residual::ScopedExitFlags;
 
 class FusionProvider;
 class StagePlan;

@@ -15,7 +15,7 @@
 #include <mutex>
 #include <thread>
 
-#include "runtime/comm/cpu_relax.h"
+#include "runtime/exec/cpu_relax.h"
 
 namespace seam::collectives::helper_threads {
 namespace {

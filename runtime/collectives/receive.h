@@ -12,7 +12,7 @@
 
 #include "runtime/collectives/group.h"
 #include "runtime/collectives/selection.h"
-#include "runtime/comm/task.h"
+#include "runtime/exec/task.h"
 
 namespace seam::collectives {
 

@@ -17,7 +17,7 @@
 #include "runtime/collectives/blocks.h"
 #include "runtime/collectives/group.h"
 #include "runtime/collectives/selection.h"
-#include "runtime/comm/task.h"
+#include "runtime/exec/task.h"
 
 namespace seam::collectives {
 

@@ -20,7 +20,7 @@
 
 #include "runtime/collectives/group.h"
 #include "runtime/collectives/shm_tuner.h"
-#include "runtime/comm/task.h"
+#include "runtime/exec/task.h"
 #include "transports/shm/shm_segment.h"
 
 namespace seam::collectives {

@@ -11,7 +11,7 @@
 #include "runtime/collectives/group.h"
 #include "runtime/collectives/shm_region.h"
 #include "runtime/collectives/shm_variant.h"
-#include "runtime/comm/task.h"
+#include "runtime/exec/task.h"
 
 namespace seam::collectives {
 

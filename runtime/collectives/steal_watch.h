@@ -6,7 +6,7 @@
 #include <chrono>
 #include <optional>
 
-#include "runtime/comm/host_steal.h"
+#include "runtime/exec/host_steal.h"
 
 namespace seam::collectives {
 

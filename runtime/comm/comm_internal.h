@@ -26,7 +26,7 @@
 #include "runtime/collectives/selection.h"
 #include "seam/communicator.h"
 #include "runtime/comm/spin_budget.h"
-#include "runtime/comm/task.h"
+#include "runtime/exec/task.h"
 #include "seam/work.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/transport.h"

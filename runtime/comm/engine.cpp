@@ -11,7 +11,7 @@
 #include "seam/errors.h"
 #include "layouts/log.h"
 #include "runtime/comm/comm_internal.h"
-#include "runtime/comm/cpu_relax.h"
+#include "runtime/exec/cpu_relax.h"
 
 namespace seam::comm {
 namespace {

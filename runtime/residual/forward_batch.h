@@ -7,14 +7,14 @@
 #include <optional>
 
 #include "layouts/batch_facts.h"
-#include "runtime/boundary/exit_flags.h"
+#include "runtime/residual/exit_flags.h"
 #include "runtime/residual/stream.h"
 
 namespace seam::residual {
 
 struct ForwardBatch {
   BatchFacts facts;
-  boundary::ExitFlags exit_flags;                 ///< published by the open exit scope, if any
+  ExitFlags exit_flags;                 ///< published by the open exit scope, if any
   std::optional<ResidualStream> residual_stream;  ///< the guide's forward_batch.residual_stream
 };
 

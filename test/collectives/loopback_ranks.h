@@ -5,7 +5,7 @@
 #include <functional>
 
 #include "runtime/collectives/group.h"
-#include "runtime/comm/task.h"
+#include "runtime/exec/task.h"
 
 namespace seam::test {
 

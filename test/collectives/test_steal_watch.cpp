@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "runtime/collectives/steal_watch.h"
-#include "runtime/comm/host_steal.h"
+#include "runtime/exec/host_steal.h"
 
 namespace seam::test {
 

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <vector>
 
-#include "runtime/comm/task.h"
-#include "runtime/comm/task_frames.h"
+#include "runtime/exec/task.h"
+#include "runtime/exec/task_frames.h"
 
 namespace seam::test {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/comm/task.h"
+#include "runtime/exec/task.h"
 
 namespace seam::test {
 namespace {

@@ -17,7 +17,7 @@
 #include "seam/tensor.h"
 #include "runtime/collectives/schedules.h"
 #include "runtime/collectives/shm_tuner.h"
-#include "runtime/comm/host_steal.h"
+#include "runtime/exec/host_steal.h"
 #include "tools/perf/busy_load.h"
 #include "tools/perf/device_runner.h"
 #include "tools/perf/membw.h"

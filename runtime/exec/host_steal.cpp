@@ -1,5 +1,5 @@
 #include <cstdint>
-#include "runtime/comm/host_steal.h"
+#include "runtime/exec/host_steal.h"
 
 #include <fstream>
 #include <sstream>

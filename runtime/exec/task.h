@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "seam/errors.h"
-#include "runtime/comm/task_frames.h"
+#include "runtime/exec/task_frames.h"
 #include "transports/transport.h"
 
 namespace seam::comm {

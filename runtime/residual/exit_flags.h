@@ -3,7 +3,7 @@
 // (row-parallel linears, the MoE output reduction) reads them.
 #pragma once
 
-namespace seam::boundary {
+namespace seam::residual {
 
 /// What compute may skip because the boundary completes or carries the work.
 struct ExitFlags {
@@ -31,4 +31,4 @@ class ScopedExitFlags {
   ExitFlags saved_;
 };
 
-}  // namespace seam::boundary
+}  // namespace seam::residual

@@ -1,4 +1,4 @@
-#include "runtime/comm/task_frames.h"
+#include "runtime/exec/task_frames.h"
 
 #include <algorithm>
 #include <array>
