@@ -43,6 +43,20 @@ DeviceGroup& device_group(ProcessGroups& groups, GroupKind group, const Tensor& 
 
 bool on_device(const Tensor& a, const Tensor& b) { return a.device.is_cuda() || b.device.is_cuda(); }
 
+// The per-rank element counts of a v-collective over whole rows: one row count per rank of the
+// group, the full side (`full`: the reduce-scatter's send, the gather's receive) holding their sum
+// and this rank's side (`own`) its own.
+std::vector<size_t> element_counts(ProcessGroups& groups, GroupKind group, std::span<const int64_t> rows,
+                                   const Tensor& full, const Tensor& own, const char* op) {
+  if (static_cast<int>(rows.size()) != groups.size(group))
+    throw ValueError(std::string("row move: ") + op + " needs one row count per rank of the group");
+  require_rows(full, std::accumulate(rows.begin(), rows.end(), int64_t{0}), op);
+  require_rows(own, rows[static_cast<size_t>(groups.rank_in(group))], op);
+  std::vector<size_t> counts(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) counts[i] = static_cast<size_t>(rows[i] * full.cols);
+  return counts;
+}
+
 // A one-rank collective out of place is a copy.
 comm::Work local_copy(const Tensor& send, const Tensor& recv) {
   if (send.data != recv.data && send.rows > 0) kernels::copy(send, recv);
@@ -73,14 +87,9 @@ comm::Work reduce_scatter(ProcessGroups& groups, GroupKind group, const Tensor& 
 comm::Work reduce_scatterv(ProcessGroups& groups, GroupKind group, const Tensor& send, const Tensor& recv,
                            std::span<const int64_t> rows) {
   require_same_kind(send, recv, "reduce_scatterv");
-  if (static_cast<int>(rows.size()) != groups.size(group))
-    throw ValueError("row move: reduce_scatterv needs one row count per rank of the group");
-  require_rows(send, std::accumulate(rows.begin(), rows.end(), int64_t{0}), "reduce_scatterv");
-  require_rows(recv, rows[static_cast<size_t>(groups.rank_in(group))], "reduce_scatterv");
+  const std::vector<size_t> counts = element_counts(groups, group, rows, send, recv, "reduce_scatterv");
   comm::Communicator* c = groups.comm(group);
   if (!c) return local_copy(send, recv);
-  std::vector<size_t> counts(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) counts[i] = static_cast<size_t>(rows[i] * send.cols);
   groups.traffic().record(group, CollectiveKind::reduce_scatterv, send.bytes());
   if (on_device(send, recv)) return device_group(groups, group, send, &recv).reduce_scatterv(send, recv, counts);
   return c->reduce_scatterv(send.data, recv.data, counts, send.dtype, ReduceOp::sum);
@@ -99,14 +108,9 @@ comm::Work all_gather(ProcessGroups& groups, GroupKind group, const Tensor& send
 comm::Work all_gatherv(ProcessGroups& groups, GroupKind group, const Tensor& send, const Tensor& recv,
                        std::span<const int64_t> rows) {
   require_same_kind(send, recv, "all_gatherv");
-  if (static_cast<int>(rows.size()) != groups.size(group))
-    throw ValueError("row move: all_gatherv needs one row count per rank of the group");
-  require_rows(send, rows[static_cast<size_t>(groups.rank_in(group))], "all_gatherv");
-  require_rows(recv, std::accumulate(rows.begin(), rows.end(), int64_t{0}), "all_gatherv");
+  const std::vector<size_t> counts = element_counts(groups, group, rows, recv, send, "all_gatherv");
   comm::Communicator* c = groups.comm(group);
   if (!c) return local_copy(send, recv);
-  std::vector<size_t> counts(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) counts[i] = static_cast<size_t>(rows[i] * send.cols);
   groups.traffic().record(group, CollectiveKind::all_gatherv, recv.bytes());
   if (on_device(send, recv)) return device_group(groups, group, send, &recv).all_gatherv(send, recv, counts);
   return c->all_gatherv(send.data, recv.data, counts, send.dtype);
