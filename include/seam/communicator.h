@@ -2,10 +2,10 @@
 // Created from the environment (under mpirun, or from a TCP store for engines that start their
 // own ranks); sub-groups by rank list or split(color, key). Every collective is non-blocking
 // and returns a Work; `.wait()` makes it blocking. Every rank must issue the collectives of one
-// communicator in the same order, from one thread at a time. In-place calls follow NCCL:
-// all_reduce send == recv; reduce_scatter(v) recv == send + this rank's block offset;
-// all_gather(v) send == recv + this rank's block offset. After a CommError or TimeoutError the
-// communicator is aborted: later calls fail at once.
+// communicator in the same order, from one thread at a time (another thread takes a
+// duplicate()). In-place calls follow NCCL: all_reduce send == recv; reduce_scatter(v) recv ==
+// send + this rank's block offset; all_gather(v) send == recv + this rank's block offset. After a
+// CommError or TimeoutError the communicator is aborted: later calls fail at once.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +53,10 @@ class Communicator {
   /// MPI_Comm_split semantics: ranks with the same color form a group ordered by (key, rank).
   /// Collective over all ranks. A negative color returns nullptr.
   std::shared_ptr<Communicator> split(int color, int key);
+  /// The same ranks over connections and an engine of their own. A communicator and its
+  /// sub-groups are driven from one thread at a time; a duplicate (and its sub-groups) may be
+  /// driven from another thread meanwhile. Collective.
+  std::shared_ptr<Communicator> duplicate();
 
   /// recv[i] = op over ranks of send[i], i < count (bf16/f16 accumulated in FP32).
   Work all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op);

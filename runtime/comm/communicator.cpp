@@ -8,6 +8,7 @@
 #include <fstream>
 #include <array>
 #include <map>
+#include <functional>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -284,15 +285,19 @@ int Communicator::world_rank(int r) const {
 }
 std::string Communicator::transport_name() const { return std::string(impl_->transport); }
 
-std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions& options) {
-  const Config& cfg = Config::get();
+namespace {
+
+/// Connections and an engine for the ranks `x` reaches (a bootstrap, or an existing communicator's
+/// exchange): who runs where, the shared-memory and UCX transports between them, the engine that
+/// drives them. `bootstrap` (may be null) stays alive beside the transport.
+std::shared_ptr<Engine> build_engine(transport::AddressExchange& x, std::unique_ptr<bootstrap::Bootstrap> bootstrap,
+                                     const std::function<void()>& barrier, const Config& cfg) {
   const auto timeout = std::chrono::milliseconds(cfg.timeout_ms);
-  auto bs = make_bootstrap(options, cfg);
-  const int rank = bs->rank(), size = bs->size();
+  const int rank = x.rank(), size = x.size();
 
   // Who runs where, and does everyone agree on the transport setting?
-  auto info = bs->all_gather(bootstrap::host_identity() + "\n" + std::to_string(getpid()) + "\n" +
-                             cfg.transport + "\n" + affinity_text() + "\n" + machine_identity());
+  auto info = x.all_gather(bootstrap::host_identity() + "\n" + std::to_string(getpid()) + "\n" +
+                           cfg.transport + "\n" + affinity_text() + "\n" + machine_identity());
   std::vector<std::string> hosts(static_cast<size_t>(size));
   std::vector<int> pids(static_cast<size_t>(size));
   std::vector<std::string> affinities(static_cast<size_t>(size)), machines(static_cast<size_t>(size));
@@ -338,8 +343,8 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
   const size_t cma_bytes = cfg.shm_cma_bytes >= 0 ? static_cast<size_t>(cfg.shm_cma_bytes)
                            : use_shm && shm::kernel_copy_is_fast() ? size_t{256} << 10
                                                                    : 0;
-  if (use_shm) shm = shm::ShmTransport::create(*bs, local, cfg.shm_ring_bytes, timeout, cma_bytes);
-  if (use_ucx) ucx = ucx::UcxTransport::create(*bs, hosts, pids, timeout, !use_shm && shared_host);
+  if (use_shm) shm = shm::ShmTransport::create(x, local, cfg.shm_ring_bytes, timeout, cma_bytes);
+  if (use_ucx) ucx = ucx::UcxTransport::create(x, hosts, pids, timeout, !use_shm && shared_host);
 
   std::vector<std::string> per_peer(static_cast<size_t>(size));
   for (int r = 0; r < size; ++r) per_peer[static_cast<size_t>(r)] = shm && shm->is_local(r) ? "shm" : "ucx";
@@ -357,19 +362,18 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
     name = "ucx";
     t = std::move(ucx);
   }
-  bs->barrier();
-  bs->finish();
+  barrier();
 
   if (log().should_log(spdlog::level::debug)) {
     std::string peers;
     for (int r = 0; r < size; ++r) peers += (r ? ", " : "") + std::to_string(r) + ":" + per_peer[static_cast<size_t>(r)];
     log().debug("world: rank {} of {} on host '{}', bootstrap {}, transport {}; per peer: {}; {}",
-                rank, size, hosts[static_cast<size_t>(rank)], bs->kind(), name, peers,
+                rank, size, hosts[static_cast<size_t>(rank)], bootstrap ? bootstrap->kind() : "a communicator", name, peers,
                 oversubscribed   ? "more ranks than cores on this machine (waits yield)"
                 : cores_to_spare ? "a core each, and cores to spare"
                                  : "a core each, and no core to spare");
   }
-  auto engine = std::make_shared<Engine>(std::make_shared<OwningTransport>(std::move(bs), std::move(t)), cfg);
+  auto engine = std::make_shared<Engine>(std::make_shared<OwningTransport>(std::move(bootstrap), std::move(t)), cfg);
   engine->transport_name = name;
   engine->broadcast_abort = [shm_raw, ucx_raw](const std::string& reason) {
     if (shm_raw) shm_raw->broadcast_abort(reason);
@@ -382,10 +386,61 @@ std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions&
     std::map<std::string, int> index;  // hosts in order of their lowest rank
     for (const auto& h : hosts) engine->host_of.push_back(index.emplace(h, static_cast<int>(index.size())).first->second);
   }
+  return engine;
+}
+
+/// The strings of every rank of a communicator, through two of its collectives.
+class CommunicatorExchange final : public transport::AddressExchange {
+ public:
+  explicit CommunicatorExchange(Communicator& c) : c_(c) {}
+  int rank() const override { return c_.rank(); }
+  int size() const override { return c_.size(); }
+  std::vector<std::string> all_gather(const std::string& mine) override {
+    const size_t n = static_cast<size_t>(size());
+    const double length = static_cast<double>(mine.size());
+    std::vector<double> lengths(n);
+    c_.all_gather(&length, lengths.data(), 1, DType::f64).wait();
+    std::vector<size_t> counts(n);
+    for (size_t r = 0; r < n; ++r) counts[r] = static_cast<size_t>(lengths[r]);
+    std::string all(std::accumulate(counts.begin(), counts.end(), size_t{0}), '\0');
+    c_.all_gatherv(mine.data(), all.data(), counts, DType::u8).wait();
+    std::vector<std::string> out(n);
+    for (size_t r = 0, at = 0; r < n; at += counts[r], ++r) out[r] = all.substr(at, counts[r]);
+    return out;
+  }
+
+ private:
+  Communicator& c_;
+};
+
+std::shared_ptr<Communicator> world_of(std::shared_ptr<Engine> engine, int rank, int size) {
   auto members = std::make_shared<std::vector<int>>(static_cast<size_t>(size));
   std::iota(members->begin(), members->end(), 0);
-  return std::make_shared<Communicator>(std::make_unique<CommunicatorImpl>(engine, members, rank, 0, 1));
+  return std::make_shared<Communicator>(std::make_unique<CommunicatorImpl>(std::move(engine), members, rank, 0, 1));
 }
+
+}  // namespace
+
+std::shared_ptr<Communicator> Communicator::create_world(const BootstrapOptions& options) {
+  const Config& cfg = Config::get();
+  auto bs = make_bootstrap(options, cfg);
+  bootstrap::Bootstrap& b = *bs;
+  const int rank = b.rank(), size = b.size();
+  auto engine = build_engine(b, std::move(bs), [&b] {
+    b.barrier();
+    b.finish();
+  }, cfg);
+  return world_of(std::move(engine), rank, size);
+}
+
+std::shared_ptr<Communicator> Communicator::duplicate() {
+  impl_->engine->check_usable();
+  CommunicatorExchange x(*this);
+  auto engine = build_engine(x, nullptr, [this] { barrier().wait(); }, Config::get());
+  SEAM_LOG_DEBUG("duplicate: rank {} of {} on an engine of its own", rank(), size());
+  return world_of(std::move(engine), rank(), size());
+}
+
 
 std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
   auto& im = *impl_;
