@@ -441,7 +441,6 @@ std::shared_ptr<Communicator> Communicator::duplicate() {
   return world_of(std::move(engine), rank(), size());
 }
 
-
 std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
   auto& im = *impl_;
   im.engine->check_usable();

@@ -7,7 +7,6 @@
 //   mpirun -n 4 seam_decoder_sim --pattern AF --layers 2 --tp 4 --attn-dp 2 --policy rs+rsv --tokens 5,0
 #include <cstdint>
 #include <algorithm>
-#include <bit>
 #include <cstdio>
 #include <exception>
 #include <numeric>
@@ -162,12 +161,11 @@ int64_t tokens_compared(comm::Communicator& world, std::vector<double>& seen) {
 }
 
 // The single-process reference. A bf16 run on host memory puts its partials and embeddings on a
-// grid where every sum is exact, so that it is compared bit for bit (a vocab-parallel embedding
-// cut into tp shares stays exact for a power-of-two tp only). On the device the norms' kernels sum
-// their squares in another order than the host's: those runs keep the bf16 tolerance.
+// grid where every sum is exact, so that it is compared bit for bit (a vocab-parallel embedding's
+// tp shares stay exact: parse_sim_args takes a power-of-two tp only). On the device the norms'
+// kernels sum their squares in another order than the host's: those runs keep the bf16 tolerance.
 ReferenceOutput reference_of(const SimArgs& a, Model& model, int64_t tokens, const StageShards& shards) {
-  const bool shares_exact = !a.input_scattered || std::has_single_bit(static_cast<unsigned>(a.tp));
-  if (a.dtype != DType::bf16 || a.cuda || !shares_exact) return run_reference(model, tokens, shards);
+  if (a.dtype != DType::bf16 || a.cuda) return run_reference(model, tokens, shards);
   return run_reference_on_exact_grid(model, tokens, shards, a.input_scattered ? a.tp : 1);
 }
 

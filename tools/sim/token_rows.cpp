@@ -2,6 +2,7 @@
 #include "tools/sim/token_rows.h"
 
 #include <algorithm>
+#include <numeric>
 #include <span>
 #include <stdexcept>
 
@@ -40,8 +41,7 @@ std::vector<int64_t> token_ids(const BatchFacts& facts, const ReplicaRows& rows,
   const std::span<const int64_t> shards = facts.cp_shard_rows();
   const bool uneven = !shards.empty() && facts.variant() == BatchVariant::CONTEXT_PARALLEL;
   if (uneven && layout.has(TokenAxis::ATTN_CP)) {
-    int64_t first = 0;
-    for (int r = 0; r < at.cp; ++r) first += shards[static_cast<size_t>(r)];
+    const int64_t first = std::accumulate(shards.begin(), shards.begin() + at.cp, int64_t{0});
     ids = std::vector<int64_t>(ids.begin() + first, ids.begin() + first + shards[static_cast<size_t>(at.cp)]);
   } else if (uneven && facts.dp_size() == 1) {
     const int64_t block = *std::max_element(shards.begin(), shards.end());
