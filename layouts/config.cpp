@@ -78,6 +78,9 @@ Config Config::from_env() {
   if (c.cuda_workspace_mb < 1 || c.cuda_workspace_mb > 4096)
     throw ValueError("SEAM_CUDA_WORKSPACE_MB must be 1 to 4096, got " + std::to_string(c.cuda_workspace_mb));
   c.cuda_peer = env_string("SEAM_CUDA_PEER", c.cuda_peer);
+  c.cuda_staged_chunk_kb = env_int("SEAM_CUDA_STAGED_CHUNK_KB", c.cuda_staged_chunk_kb);
+  if (c.cuda_staged_chunk_kb < 16 || c.cuda_staged_chunk_kb > 262144)
+    throw ValueError("SEAM_CUDA_STAGED_CHUNK_KB must be 16 to 262144, got " + std::to_string(c.cuda_staged_chunk_kb));
   c.cuda_norm = env_string("SEAM_CUDA_NORM", c.cuda_norm);
   if (c.cuda_norm != "shared" && c.cuda_norm != "registers")
     throw ValueError("SEAM_CUDA_NORM must be registers or shared, got '" + c.cuda_norm + "'");
@@ -126,6 +129,7 @@ std::vector<std::string> Config::describe() const {
       "SEAM_CUDA_ALGO=" + (cuda_algorithm.empty() ? std::string("auto") : cuda_algorithm),
       "SEAM_CUDA_WORKSPACE_MB=" + std::to_string(cuda_workspace_mb),
       "SEAM_CUDA_PEER=" + cuda_peer,
+      "SEAM_CUDA_STAGED_CHUNK_KB=" + std::to_string(cuda_staged_chunk_kb),
       "SEAM_CUDA_NORM=" + cuda_norm,
       "SEAM_CUDA_NORM_THREADS=" + (cuda_norm_threads ? std::to_string(cuda_norm_threads) : std::string("0 (by rows)")),
       "SEAM_CUDA_NORM_PDL=" + std::to_string(cuda_norm_pdl),

@@ -58,6 +58,10 @@ struct Config {
   /// SEAM_CUDA_PEER: "auto" (peer memory where every GPU reaches every other, else staging through
   /// host memory) or "off" (always stage) [auto]
   std::string cuda_peer = "auto";
+  /// SEAM_CUDA_STAGED_CHUNK_KB: the largest chunk the staged path copies, reduces over the host
+  /// transports and copies back as one step (smaller chunks overlap more, cost more per call);
+  /// the same on every rank [4096]
+  int64_t cuda_staged_chunk_kb = 4096;
   /// SEAM_CUDA_NORM: how the device add + RMSNorm kernels hold a row: "shared" (in shared memory)
   /// or "registers" (in registers where it fits, else in shared memory) [registers]
   std::string cuda_norm = "registers";

@@ -110,7 +110,7 @@ comm::Work DeviceCommunicator::all_reduce(const void* send, void* recv, size_t c
   d.pointers.require_device(send, bytes, "all_reduce", "the send buffer");
   d.pointers.require_device(recv, bytes, "all_reduce", "the receive buffer");
   const cudaStreamCaptureStatus capture = d.begin(call, stream);
-  if (!d.peer_path) return staged::all_reduce(d, send, recv, count, dtype, op, stream);
+  if (!d.peer_path) return (staged::all_reduce(d, send, recv, count, dtype, op, stream, capture), d.finish(call, stream, capture));
   const DeviceAlgo algo = select_all_reduce(bytes, d.size, d.algo_override);
   const size_t e = dtype_size(dtype), V = vector_elems(dtype), n = static_cast<size_t>(d.size);
   const size_t cap = std::max(V * n, d.workspace_bytes / e / (V * n) * (V * n));
@@ -177,7 +177,8 @@ comm::Work DeviceCommunicatorImpl::reduce_scatter_blocks(DeviceCall call, const 
   pointers.require_device(send, total_bytes, op_name, "the send buffer");
   if (mine) pointers.require_device(recv, mine * dtype_size(dtype), op_name, "the receive buffer");
   const cudaStreamCaptureStatus capture = begin(call, stream);
-  if (!peer_path) return staged::reduce_scatter(*this, send, recv, counts, dtype, op, stream);
+  if (!peer_path)
+    return (staged::reduce_scatter(*this, send, recv, counts, dtype, op, stream, capture), finish(call, stream, capture));
   const uint64_t sig = call_signature(call, static_cast<int>(dtype), static_cast<int>(op), 0, counts.data(),
                                       counts.size());
   const size_t steps = block_steps(send, recv, counts, offsets, dtype, sig, [&](const CollectiveStep& st, size_t done) {
@@ -201,7 +202,7 @@ comm::Work DeviceCommunicatorImpl::all_gather_blocks(DeviceCall call, const void
   if (mine) pointers.require_device(send, mine * dtype_size(dtype), op_name, "the send buffer");
   pointers.require_device(recv, total_bytes, op_name, "the receive buffer");
   const cudaStreamCaptureStatus capture = begin(call, stream);
-  if (!peer_path) return staged::all_gather(*this, send, recv, counts, dtype, stream);
+  if (!peer_path) return (staged::all_gather(*this, send, recv, counts, dtype, stream, capture), finish(call, stream, capture));
   const uint64_t sig = call_signature(call, static_cast<int>(dtype), 0, 0, counts.data(), counts.size());
   const size_t steps = block_steps(send, recv, counts, offsets, dtype, sig, [&](const CollectiveStep& st, size_t done) {
     check_launch(kernels::cuda::launch_all_gather(st, dtype, std::min(done, mine), stream), call);
@@ -223,7 +224,7 @@ comm::Work DeviceCommunicator::broadcast(void* buffer, size_t count, DType dtype
   if (count == 0) return (d.begin(call, stream), comm::Work());
   d.pointers.require_device(buffer, bytes, "broadcast", "the buffer");
   const cudaStreamCaptureStatus capture = d.begin(call, stream);
-  if (!d.peer_path) return staged::broadcast(d, buffer, count, dtype, root, stream);
+  if (!d.peer_path) return (staged::broadcast(d, buffer, count, dtype, root, stream, capture), d.finish(call, stream, capture));
   const size_t e = dtype_size(dtype), V = vector_elems(dtype);
   const size_t cap = std::max(V, d.workspace_bytes / e / V * V);
   const uint64_t sig = call_signature(call, static_cast<int>(dtype), 0, root, &count, 1);
@@ -264,7 +265,8 @@ comm::Work DeviceCommunicatorImpl::fused_norm(DeviceCall call, const Tensor& par
   }
   if (norm.weight) pointers.require_device(norm.weight, static_cast<size_t>(partial.cols) * dtype_size(norm.weight_dtype), op_name, "the norm weight");
   const cudaStreamCaptureStatus capture = begin(call, stream);
-  if (!peer_path) return staged::fused_norm(*this, partial, residual, norm, out, fp8_out, stream);
+  if (!peer_path)
+    return (staged::fused_norm(*this, partial, residual, norm, out, fp8_out, stream, capture), finish(call, stream, capture));
   const size_t row_bytes = static_cast<size_t>(partial.cols) * dtype_size(partial.dtype);
   const int64_t rows_per_step = static_cast<int64_t>(workspace_bytes / row_bytes);
   if (rows_per_step < 1) throw ValueError(std::string("seam: device ") + op_name + ": a row exceeds the workspace");

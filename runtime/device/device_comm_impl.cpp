@@ -9,6 +9,7 @@
 #include "layouts/config.h"
 #include "seam/errors.h"
 #include "layouts/log.h"
+#include "runtime/collectives/host_layout.h"
 #include "runtime/comm/comm_internal.h"
 #include "transports/cuda_peer/driver_api.h"
 #include "transports/cuda_peer/fd_channel.h"
@@ -152,13 +153,18 @@ DeviceCommunicatorImpl::DeviceCommunicatorImpl(std::shared_ptr<comm::Communicato
     max_blocks = std::min(max_blocks, std::max(1, r.sm_count / sharing));
   }
 
+  state_rank = rank;
   if (!peer_path) {
-    state = std::make_shared<DeviceState>(host, map_page(-1), kPage, config.timeout_ms);
-    log().debug("seam: device communicator rank {} of {} on cuda:{}: staged through host memory ({})", rank, size,
+    const size_t chunk = static_cast<size_t>(config.cuda_staged_chunk_kb) << 10;
+    if (!one_host) make_two_levels(chunk);
+    if (!state) state = std::make_shared<DeviceState>(host, map_page(-1), kPage, config.timeout_ms);
+    pipeline = std::make_unique<StagedPipeline>(*host, state, state_rank, chunk);
+    log().debug("seam: device communicator rank {} of {} on cuda:{}: staged through host memory ({}){}", rank, size,
                 device,
                 config.cuda_peer == "off" ? "SEAM_CUDA_PEER=off"
                 : !one_host               ? "members on several hosts, over " + host->transport_name()
-                                          : std::string("no peer access between the GPUs"));
+                                          : std::string("no peer access between the GPUs"),
+                local_level ? "; all-reduces in two levels, peer memory on each host" : "");
     return;
   }
 
@@ -206,17 +212,35 @@ DeviceCommunicatorImpl::DeviceCommunicatorImpl(std::shared_ptr<comm::Communicato
               rank, size, device, workspace_bytes >> 20, max_blocks);
 }
 
+void DeviceCommunicatorImpl::make_two_levels(size_t chunk) {
+  const collectives::HostLayout* layout = host->impl().hosts.get();
+  if (!layout || !layout->two_level()) return;
+  auto local_host = host->split(layout->host_index, layout->local_index);
+  auto cross_host = host->split(layout->local_index, layout->host_index);
+  auto local = std::make_unique<DeviceCommunicatorImpl>(local_host, device);
+  // Every host must take the same road: two levels only where every host's GPUs reach each other.
+  int mine = local->peer_path ? 1 : 0, everyone = 0;
+  host->all_reduce(&mine, &everyone, 1, DType::i32, ReduceOp::min).wait();
+  if (!everyone) return;
+  local_level = std::move(local);
+  state = local_level->state;
+  state_rank = local_level->rank;
+  cross_pipeline = std::make_unique<StagedPipeline>(*cross_host, state, state_rank, chunk);
+}
+
 DeviceCommunicatorImpl::~DeviceCommunicatorImpl() {
   // Kernels of this communicator may still run (also graph replays): they end, at the latest,
   // at their deadline.
   cudaDeviceSynchronize();
   cudaGetLastError();
+  pipeline.reset();
+  cross_pipeline.reset();
+  local_level.reset();
   watchdog_.reset();
   last_work_.reset();
   peers_.clear();
   own_ = VmmAllocation();
   if (epochs) cudaFree(epochs);
-  if (staging) cudaFreeHost(staging);
 }
 
 kernels::cuda::PeerSync DeviceCommunicatorImpl::sync(uint64_t signature) const {
@@ -235,7 +259,7 @@ kernels::cuda::PeerSync DeviceCommunicatorImpl::sync(uint64_t signature) const {
 cudaStreamCaptureStatus DeviceCommunicatorImpl::begin(DeviceCall call, cudaStream_t stream) {
   auto& engine = *host->impl().engine;
   if (engine.aborted() && !state->aborted())
-    state->abort(kernels::cuda::abort_code(kernels::cuda::kAbortUser, rank, -1),
+    state->abort(kernels::cuda::abort_code(kernels::cuda::kAbortUser, state_rank, -1),
                  "the host communicator aborted: " + engine.abort_reason());
   if (state->aborted()) {
     state->abort_host();
@@ -254,16 +278,14 @@ cudaStreamCaptureStatus DeviceCommunicatorImpl::begin(DeviceCall call, cudaStrea
 
 comm::Work DeviceCommunicatorImpl::finish(DeviceCall call, cudaStream_t stream, cudaStreamCaptureStatus capture) {
   last_stream_ = stream;
-  if (capture != cudaStreamCaptureStatusNone || !peer_path) {
-    // A captured call runs at replay (check() reports its failure); a staged one is done.
-    return comm::Work();
-  }
+  // A captured call runs at replay (check() reports its failure).
+  if (capture != cudaStreamCaptureStatusNone) return comm::Work();
   cudaEvent_t e = state->take_event();
   if (const cudaError_t err = cudaEventRecord(e, stream); err != cudaSuccess) {
     state->give_event(e);
     check_launch(err, call);
   }
-  auto work = std::make_shared<DeviceWork>(state, call_name(call), e, rank);
+  auto work = std::make_shared<DeviceWork>(state, call_name(call), e, state_rank);
   last_work_ = work;
   return comm::Work(std::static_pointer_cast<comm::Completion>(work));
 }
@@ -272,7 +294,7 @@ void DeviceCommunicatorImpl::check_launch(cudaError_t err, DeviceCall call) {
   if (err == cudaSuccess) return;
   cudaGetLastError();
   const std::string why = std::string("launch of ") + call_name(call) + " failed: " + cudaGetErrorString(err);
-  state->abort(kernels::cuda::abort_code(kernels::cuda::kAbortUser, rank, -1), why);
+  state->abort(kernels::cuda::abort_code(kernels::cuda::kAbortUser, state_rank, -1), why);
   state->abort_host();
   throw CommError("seam: device " + why);
 }

@@ -19,6 +19,7 @@
 #include "runtime/device/device_state.h"
 #include "runtime/device/device_work.h"
 #include "runtime/device/pointer_check.h"
+#include "runtime/device/staged_pipeline.h"
 #include "runtime/device/watchdog.h"
 #include "transports/cuda_peer/vmm_allocation.h"
 
@@ -48,6 +49,8 @@ class DeviceCommunicatorImpl {
   kernels::cuda::PeerSync sync(uint64_t signature) const;
   /// Throws a CommError naming the launch's failure (and aborts), when err is not cudaSuccess.
   void check_launch(cudaError_t err, DeviceCall call);
+  /// Sets up local_level and cross_pipeline where the ranks' hosts allow (a collective call).
+  void make_two_levels(size_t chunk_bytes);
 
   /// Reduce-scatter(v) and all-gather(v) with their blocks given per rank; the fused norm.
   comm::Work reduce_scatter_blocks(DeviceCall call, const void* send, void* recv, std::span<const size_t> counts,
@@ -70,9 +73,15 @@ class DeviceCommunicatorImpl {
   kernels::cuda::PeerFlags* flags[kernels::cuda::kMaxRanks] = {};
   uint32_t* epochs = nullptr;  ///< this rank's barrier counts (cudaMalloc)
   PointerCheck pointers{0};
-  /// Pinned host memory for the staged path (grown on demand, never under capture).
-  void* staging = nullptr;
-  size_t staging_bytes = 0;
+  /// The staged path's chunks, progress thread and pinned slots (null on the peer path).
+  std::unique_ptr<StagedPipeline> pipeline;
+  /// Ranks on several hosts, as many on each (two or more), whose GPUs on each host reach each
+  /// other: the device communicator of this host's ranks, and the pipeline over the ranks of this
+  /// place on every host; the all-reduce runs in two levels over them. Null otherwise.
+  std::unique_ptr<DeviceCommunicatorImpl> local_level;
+  std::unique_ptr<StagedPipeline> cross_pipeline;
+  /// This rank's index in `state`'s page (its local rank when the state is local_level's).
+  int state_rank = 0;
   std::string algo_override;
 
  private:

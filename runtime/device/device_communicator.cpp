@@ -27,7 +27,7 @@ void DeviceCommunicator::check() const {
 }
 
 void DeviceCommunicator::abort(const std::string& reason) {
-  impl_->state->abort(kernels::cuda::abort_code(kernels::cuda::kAbortUser, impl_->rank, -1), reason);
+  impl_->state->abort(kernels::cuda::abort_code(kernels::cuda::kAbortUser, impl_->state_rank, -1), reason);
 }
 
 }  // namespace seam::device

@@ -37,9 +37,30 @@ void DeviceState::abort(uint32_t code, const std::string& reason) {
   log().debug("seam: device communicator aborted (code {:#x}): {}", code, reason);
 }
 
+void DeviceState::abort(uint32_t code, std::exception_ptr cause) {
+  std::string what;
+  try {
+    std::rethrow_exception(cause);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "an unknown failure";
+  }
+  std::lock_guard lock(mutex_);
+  if (*abort_word() != 0) return;
+  local_reason_ = what;
+  cause_ = cause;
+  __atomic_store_n(const_cast<uint32_t*>(abort_word()), code, __ATOMIC_SEQ_CST);
+  log().debug("seam: device communicator aborted (code {:#x}): {}", code, what);
+}
+
 std::exception_ptr DeviceState::failure() const {
   const uint32_t code = *abort_word();
   if (code == 0) return nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (cause_) return cause_;
+  }
   const int reporter = kernels::cuda::abort_reporter(code), subject = kernels::cuda::abort_subject(code);
   const int world_subject = subject >= 0 && subject < host_->size() ? host_->world_rank(subject) : -1;
   std::string local;

@@ -40,6 +40,8 @@ class DeviceState {
   }
   /// Sets the abort word if it is still 0 (the first failure wins), remembering `reason`.
   void abort(uint32_t code, const std::string& reason = {});
+  /// The same, for a failure the host collectives raised: failure() rethrows `cause` itself.
+  void abort(uint32_t code, std::exception_ptr cause);
   /// The exception the abort word stands for (CommError, TimeoutError or MismatchError).
   std::exception_ptr failure() const;
   /// Aborts the host communicator's engine with the same failure (the caller's thread drives it).
@@ -60,6 +62,7 @@ class DeviceState {
   int64_t timeout_ms_;
   mutable std::mutex mutex_;
   std::string local_reason_;
+  std::exception_ptr cause_;
   std::vector<cudaEvent_t> free_events_;
   std::vector<cudaEvent_t> all_events_;
 };

@@ -4,8 +4,8 @@
 // FP32 reference (the staged path: to the host communicator's result on the same data, which it
 // runs) and checked against the host communicator's result; the fused
 // all-reduce + add + RMSNorm (and its FP8 read) against all-reduce followed by the norm kernel;
-// CUDA-graph capture of several calls replayed 100 times with inputs changed in place; refused
-// arguments; two streams at once; and with --cycles N, N create/destroy cycles that must leak
+// CUDA-graph capture of several calls replayed 100 times with inputs changed in place; calls
+// queued back to back with one wait; refused arguments; two streams at once; and with --cycles N, N create/destroy cycles that must leak
 // neither device memory nor file descriptors. Exits 77 (skipped) where there is no GPU.
 //   device_collectives_check [--large] [--cycles N] [--expect-path peer|staged]
 #include <dirent.h>
@@ -375,6 +375,38 @@ int run_movement_dtypes(DeviceCommunicator& dev, cudaStream_t stream) {
 }
 
 /// Refused arguments: every rank makes the same bad calls, then a good one still works.
+/// Calls queued back to back, then one wait: a staged communicator pipelines them (its pinned
+/// slots reused across calls). Each must equal the same all-reduce on the host communicator.
+int run_queued(DeviceCommunicator& dev, comm::Communicator& host, cudaStream_t stream) {
+  const int me = dev.rank();
+  const std::vector<size_t> sizes = {1000, 300000, 5, size_t{1} << 20, 77777, 3, 262144 + 9, 12, 2000000};
+  std::vector<std::unique_ptr<DeviceBuffer>> bufs;
+  std::vector<std::vector<float>> inputs;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    inputs.emplace_back(sizes[k]);
+    for (size_t i = 0; i < sizes[k]; ++i) inputs[k][i] = gen(me, i, 900 + static_cast<uint32_t>(k));
+    bufs.push_back(std::make_unique<DeviceBuffer>(sizes[k] * 4));
+    SEAM_CUDA_OK(cudaMemcpyAsync(bufs[k]->base, inputs[k].data(), sizes[k] * 4, cudaMemcpyHostToDevice, stream));
+  }
+  comm::Work last;
+  for (size_t k = 0; k < sizes.size(); ++k)
+    last = dev.all_reduce(bufs[k]->base, bufs[k]->base, sizes[k], DType::f32, ReduceOp::sum, stream);
+  last.wait();
+  SEAM_CUDA_OK(cudaStreamSynchronize(stream));
+  int failures = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    std::vector<float> want(sizes[k]), got(sizes[k]);
+    host.all_reduce(inputs[k].data(), want.data(), sizes[k], DType::f32, ReduceOp::sum).wait();
+    SEAM_CUDA_OK(cudaMemcpy(got.data(), bufs[k]->base, sizes[k] * 4, cudaMemcpyDeviceToHost));
+    if (std::memcmp(got.data(), want.data(), sizes[k] * 4) != 0) {
+      ++failures;
+      std::fprintf(stderr, "FAIL rank %d: queued all-reduce %zu of %zu elements differs from the host's\n", me, k,
+                   sizes[k]);
+    }
+  }
+  return failures;
+}
+
 int run_refusals(DeviceCommunicator& dev, comm::Communicator& host, cudaStream_t stream) {
   int failures = 0;
   auto expect = [&](const char* what, auto&& call, auto tag) {
@@ -412,9 +444,8 @@ int run_refusals(DeviceCommunicator& dev, comm::Communicator& host, cudaStream_t
     expect("another GPU's memory", [&] { dev.all_reduce(elsewhere, d.base, 4, DType::f32, ReduceOp::sum, stream); }, ValueError(""));
     cudaFree(elsewhere);
   }
-  // Two streams at once: a large call in flight on one, the next on another (the staged path
-  // finishes each call before it returns).
-  if (dev.path() == "peer") {
+  // Two streams at once: a large call in flight on one, the next on another.
+  {
     const size_t big = size_t{16} << 20;
     DeviceBuffer x(big * 4);
     cudaStream_t other;
@@ -517,6 +548,7 @@ int main(int argc, char** argv) {
       failures += run_matrix(*dev, *world, large, stream);
       failures += run_fused(*dev, stream);
       if (dev->path() == "peer") failures += run_graph(*dev, stream);
+      failures += run_queued(*dev, *world, stream);
       failures += run_refusals(*dev, *world, stream);
       failures += run_movement_dtypes(*dev, stream);
     }

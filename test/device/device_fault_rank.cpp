@@ -1,10 +1,11 @@
 // One rank of the device fault test (run by seam_local_launcher --expect-killed): a loop of device
-// all-reduces, eager (--mode eager: each Work waited) or as CUDA-graph replays (--mode graph: no
-// host waits, only stream synchronisation and check()), in which rank --victim kills itself
+// all-reduces, eager (--mode eager: each Work waited; --mode stream: calls queued on the stream,
+// which is synchronised and check()ed every 8) or as CUDA-graph replays (--mode graph: no host
+// waits, only stream synchronisation and check()), in which rank --victim kills itself
 // (SIGKILL) at iteration --at. Every survivor must get a CommError naming a peer, then find its
 // CUDA context usable (a cudaMemcpy succeeds) and a graph replay on the aborted communicator
 // drained at once; it exits 3. Exits 77 where there is no GPU.
-//   device_fault_rank --victim R --at K [--mode eager|graph] [--count C]
+//   device_fault_rank --victim R --at K [--mode eager|stream|graph] [--count C]
 #include <signal.h>
 
 #include <chrono>
@@ -65,6 +66,12 @@ int main(int argc, char** argv) {
           SEAM_CUDA_OK(cudaGraphLaunch(replay, stream));
           SEAM_CUDA_OK(cudaStreamSynchronize(stream));
           dev->check();
+        } else if (mode == "stream") {
+          dev->all_reduce(buf, buf, count, DType::f32, ReduceOp::max, stream);
+          if (i % 8 == 7) {
+            SEAM_CUDA_OK(cudaStreamSynchronize(stream));
+            dev->check();
+          }
         } else {
           dev->all_reduce(buf, buf, count, DType::f32, ReduceOp::max, stream).wait();
         }
