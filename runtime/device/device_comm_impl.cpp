@@ -223,6 +223,9 @@ void DeviceCommunicatorImpl::make_two_levels(size_t chunk) {
   host->all_reduce(&mine, &everyone, 1, DType::i32, ReduceOp::min).wait();
   if (!everyone) return;
   local_level = std::move(local);
+  // Its kernels spin for their peers on the host; GPUs shared with other hosts' ranks (hosts made
+  // of namespaces on one machine) must hold every rank's blocks at once.
+  local_level->max_blocks = std::min(local_level->max_blocks, max_blocks);
   state = local_level->state;
   state_rank = local_level->rank;
   cross_pipeline = std::make_unique<StagedPipeline>(*cross_host, state, state_rank, chunk);

@@ -33,18 +33,33 @@ Piece piece(size_t count, size_t c, size_t K) {
 char* at(const void* p, size_t bytes) { return static_cast<char*>(const_cast<void*>(p)) + bytes; }
 size_t up64(size_t b) { return (b + 63) / 64 * 64; }
 
-/// Per-rank pieces of chunk c: their counts, and where each rank's starts in the whole buffer.
-void pieces_of(std::span<const size_t> counts, size_t c, size_t K, std::vector<size_t>& sub,
-               std::vector<size_t>& from) {
-  sub.resize(counts.size());
-  from.resize(counts.size());
-  size_t offset = 0;
+/// Chunk c of K of a call with one block per rank: each rank's piece of its block, packed in rank
+/// order at the slot's start (`blocks`: the copies between them and the device buffer), and the
+/// 64-byte aligned offset after them.
+struct BlockChunk {
+  std::vector<size_t> counts;
+  std::vector<Copy> blocks;
+  size_t after = 0;
+};
+BlockChunk block_chunk(const void* buffer, std::span<const size_t> counts, size_t c, size_t K, size_t e) {
+  BlockChunk b;
+  size_t block_at = 0, offset = 0;
   for (size_t r = 0; r < counts.size(); ++r) {
     const Piece p = piece(counts[r], c, K);
-    sub[r] = p.n;
-    from[r] = offset + p.lo;
-    offset += counts[r];
+    b.counts.push_back(p.n);
+    b.blocks.push_back(Copy{at(buffer, (block_at + p.lo) * e), offset, p.n * e});
+    block_at += counts[r];
+    offset += p.n * e;
   }
+  b.after = up64(offset);
+  return b;
+}
+
+/// Chunks of a call with one block per rank, the same on every rank: a slot holds a chunk's pieces
+/// and then the largest rank's piece.
+size_t block_chunks(const StagedPipeline& p, std::span<const size_t> counts, size_t e) {
+  const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+  return p.chunks_for((total + *std::max_element(counts.begin(), counts.end())) * e);
 }
 
 void check(cudaError_t e, const char* what) {
@@ -110,57 +125,37 @@ void all_reduce(DeviceCommunicatorImpl& d, const void* send, void* recv, size_t 
 void reduce_scatter(DeviceCommunicatorImpl& d, const void* send, void* recv, std::span<const size_t> counts,
                     DType dtype, ReduceOp op, cudaStream_t stream, cudaStreamCaptureStatus capture) {
   StagedPipeline& p = pipeline(d, capture);
-  const size_t e = dtype_size(dtype), me = static_cast<size_t>(d.rank);
-  const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
-  // The same on every rank: a slot holds the chunk's blocks and the largest rank's piece.
-  const size_t K = p.chunks_for((total + *std::max_element(counts.begin(), counts.end())) * e);
+  const size_t e = dtype_size(dtype), me = static_cast<size_t>(d.rank), K = block_chunks(p, counts, e);
   p.begin_call(stream);
-  std::vector<size_t> sub, from;
   for (size_t c = 0; c < K; ++c) {
-    pieces_of(counts, c, K, sub, from);
-    std::vector<Copy> in;
-    size_t offset = 0;
-    for (size_t r = 0; r < counts.size(); ++r) {
-      in.push_back(Copy{at(send, from[r] * e), offset, sub[r] * e});
-      offset += sub[r] * e;
-    }
-    const size_t out_at = up64(offset);
-    p.chunk(in,
-            [sub, out_at, dtype, op](comm::Communicator& h, char* slot) {
+    BlockChunk b = block_chunk(send, counts, c, K, e);
+    const Copy mine{at(recv, piece(counts[me], c, K).lo * e), b.after, b.counts[me] * e};
+    p.chunk(b.blocks,
+            [sub = b.counts, out_at = b.after, dtype, op](comm::Communicator& h, char* slot) {
               h.reduce_scatterv(slot, slot + out_at, sub, dtype, op).wait();
             },
-            {{at(recv, piece(counts[me], c, K).lo * e), out_at, sub[me] * e}}, stream);
+            {mine}, stream);
   }
-  SEAM_LOG_DEBUG("seam: device reduce_scatterv {} x {}: staged through host memory, {} chunk(s)", total,
-                 dtype_name(dtype), K);
+  SEAM_LOG_DEBUG("seam: device reduce_scatterv of {} blocks x {}: staged through host memory, {} chunk(s)",
+                 counts.size(), dtype_name(dtype), K);
 }
 
 void all_gather(DeviceCommunicatorImpl& d, const void* send, void* recv, std::span<const size_t> counts, DType dtype,
                 cudaStream_t stream, cudaStreamCaptureStatus capture) {
   StagedPipeline& p = pipeline(d, capture);
-  const size_t e = dtype_size(dtype), me = static_cast<size_t>(d.rank);
-  const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
-  // The same on every rank: a slot holds the chunk's blocks and the largest rank's piece.
-  const size_t K = p.chunks_for((total + *std::max_element(counts.begin(), counts.end())) * e);
+  const size_t e = dtype_size(dtype), me = static_cast<size_t>(d.rank), K = block_chunks(p, counts, e);
   p.begin_call(stream);
-  std::vector<size_t> sub, from;
   for (size_t c = 0; c < K; ++c) {
-    pieces_of(counts, c, K, sub, from);
-    std::vector<Copy> out;
-    size_t offset = 0;
-    for (size_t r = 0; r < counts.size(); ++r) {
-      out.push_back(Copy{at(recv, from[r] * e), offset, sub[r] * e});
-      offset += sub[r] * e;
-    }
-    const size_t mine_at = up64(offset);
-    p.chunk({{at(send, piece(counts[me], c, K).lo * e), mine_at, sub[me] * e}},
-            [sub, mine_at, dtype](comm::Communicator& h, char* slot) {
+    BlockChunk b = block_chunk(recv, counts, c, K, e);
+    const Copy mine{at(send, piece(counts[me], c, K).lo * e), b.after, b.counts[me] * e};
+    p.chunk({mine},
+            [sub = b.counts, mine_at = b.after, dtype](comm::Communicator& h, char* slot) {
               h.all_gatherv(slot + mine_at, slot, sub, dtype).wait();
             },
-            out, stream);
+            b.blocks, stream);
   }
-  SEAM_LOG_DEBUG("seam: device all_gatherv {} x {}: staged through host memory, {} chunk(s)", total,
-                 dtype_name(dtype), K);
+  SEAM_LOG_DEBUG("seam: device all_gatherv of {} blocks x {}: staged through host memory, {} chunk(s)",
+                 counts.size(), dtype_name(dtype), K);
 }
 
 void broadcast(DeviceCommunicatorImpl& d, void* buffer, size_t count, DType dtype, int root, cudaStream_t stream,

@@ -159,6 +159,24 @@ if(TARGET seam_cuda)
   set_tests_properties(sim_cuda_tp2_ar_AF_fused PROPERTIES TIMEOUT 180 LABELS gpu
                        SKIP_REGULAR_EXPRESSION "skipped: --device cuda")
 endif()
+# Device boundaries across two hosts (told apart by SEAM_HOSTNAME, UCX over TCP on the loopback,
+# as the GPU machine has one host): the pipeline cut between the hosts, and attention DP with the
+# TP groups spanning both (their device collectives staged, all-reduces in two levels).
+if(TARGET seam_cuda)
+  set(sim_two_hosts --env 0:SEAM_HOSTNAME=host-a --env 1:SEAM_HOSTNAME=host-a --env 2:SEAM_HOSTNAME=host-b
+                    --env 3:SEAM_HOSTNAME=host-b --env UCX_TLS=tcp,self --env UCX_NET_DEVICES=lo)
+  foreach(c "tp2_pp2_ar_AF|# pipeline stage 1|--tp;2;--pp;2;--policy;ar;--pattern;AF;--tokens;5"
+          "tp4_dp2_rs+rsv_AE|DP gather|--tp;4;--attn-dp;2;--policy;rs+rsv;--pattern;AE;--tokens;5,3")
+    string(REPLACE "|" ";" args "${c}")
+    list(POP_FRONT args name expect)
+    add_test(NAME sim_cuda_two_hosts_${name}
+      COMMAND ${CMAKE_COMMAND} "-DSIM_EXPECT=${expect}" -P ${SEAM_SIM_CASE_SCRIPT} --
+              $<TARGET_FILE:seam_local_launcher> -n 4 ${sim_two_hosts} --timeout-s 170 --
+              $<TARGET_FILE:seam_decoder_sim> --hidden 32 --device cuda --layers 2 ${args})
+    set_tests_properties(sim_cuda_two_hosts_${name} PROPERTIES TIMEOUT 180 LABELS gpu
+                         SKIP_REGULAR_EXPRESSION "skipped: --device cuda")
+  endforeach()
+endif()
 seam_add_sim_test(tp2_ar_AF_unfused NP 2 DEVICE ARGS --tp 2 --policy ar --pattern AF --layers 2 --tokens 5 --no-fusion
   EXPECT "ATTN_TP +all_reduce +2 calls.*TP +all_reduce +2 calls")
 # `auto` resolves like a dummy checkpoint (rs+rsv): RSv where eligible.
