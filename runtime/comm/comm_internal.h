@@ -170,6 +170,10 @@ class Engine {
   std::string transport_name;             ///< "shm", "ucx" or "shm+ucx"
   /// Tells the other ranks this one aborted, so they fail at once rather than at their deadline.
   std::function<void(const std::string&)> broadcast_abort;
+  /// Asked by the waiting thread between its looks (at least every millisecond): a failure found
+  /// outside the engine that must abort it (a device communicator's abort word, read by the
+  /// progress thread of its staged path), or "" while there is none.
+  std::function<std::string()> abort_probe;
   std::vector<std::string> peer_transport;  ///< per world rank
   /// Whether the ranks on this machine (this kernel: hosts in network namespaces or containers
   /// of one machine share its cores) outnumber the cores they may run on (the union of their CPU

@@ -483,6 +483,13 @@ void Engine::drive(WorkState& w) {
       continue;
     }
     if (!slept_since) slept_since = now;
+    if (abort_probe) {
+      if (std::string why = abort_probe(); !why.empty()) {
+        transport_->mark_asleep(false);
+        abort(why, -1);
+        break;
+      }
+    }
     auto left = std::chrono::duration_cast<std::chrono::microseconds>(w.deadline - now);
     transport_->wait_for_activity(std::clamp(left, std::chrono::microseconds(1), std::chrono::microseconds(1000)));
   }

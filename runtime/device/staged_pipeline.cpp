@@ -7,6 +7,7 @@
 #include "kernels/cuda/host_wait.h"
 #include "kernels/cuda/peer_sync.h"
 #include "layouts/log.h"
+#include "runtime/comm/comm_internal.h"
 #include "seam/errors.h"
 
 namespace seam::device {
@@ -31,6 +32,17 @@ StagedPipeline::StagedPipeline(comm::Communicator& host, std::shared_ptr<DeviceS
   if (most[0] != mine[0] || -most[1] != mine[0])
     throw ValueError("seam: device communicator: the ranks disagree on SEAM_CUDA_STAGED_CHUNK_KB");
   dup_ = host.duplicate();
+  // A failure seen elsewhere (a kernel's give-up, a local peer's death, the caller) also ends the
+  // host collective the progress thread waits in, rather than its deadline.
+  dup_->impl().engine->abort_probe = [s = state_]() -> std::string {
+    if (!s->aborted()) return {};
+    try {
+      std::rethrow_exception(s->failure());
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "seam: device communicator aborted";
+  };
   auto fail = [&](cudaError_t e, const char* what) {
     if (e == cudaSuccess) return;
     cudaGetLastError();
