@@ -1,7 +1,7 @@
 // Integration check under mpirun: an engine that makes and drops groups for its whole life.
 // Each cycle splits the world, runs an all-reduce through the new group's shared-memory region and
-// drops the group; resident memory and the files in /dev/shm must stay flat, and ids never run
-// out (more cycles than communicator ids). With --mixed, up to 6 groups (splits of the world and
+// drops the group; resident memory and the files in /dev/shm must stay flat, and every dropped
+// group's communicator id must return (the next free id unchanged after the cycles). With --mixed, up to 6 groups (splits of the world and
 // groups of ranks 0 and 1) stay in use, and rank r destroys a retired one r % 3 cycles late, so
 // the ranks' free ids differ when they agree on the next one.
 //   comm_churn_check [--cycles N] [--mixed]
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/comm/comm_internal.h"
 #include "seam/communicator.h"
 
 namespace {
@@ -84,14 +85,24 @@ int main(int argc, char** argv) {
     };
     for (int i = 0; i < 50; ++i) cycle();  // warm: allocators and caches settle
     world->barrier().wait();
+    // Every dropped group's id returns: the next free one stays where it was (a leak of one id a
+    // cycle would run the ids out after 16,383 cycles).
+    auto& engine = *world->impl().engine;
+    const uint32_t free_before = engine.free_context_from(1);
     const long rss_before = resident_kib();
     const int shm_before = shm_files();
     for (int i = 0; i < cycles; ++i) cycle();
     world->barrier().wait();
+    const uint32_t free_after = engine.free_context_from(1);
     const long grown = resident_kib() - rss_before;
     const int shm_after = shm_files();
-    std::printf("rank %d: %d split/all-reduce/drop cycles: resident %+ld KiB, /dev/shm files %d -> %d\n",
-                world->rank(), cycles, grown, shm_before, shm_after);
+    std::printf("rank %d: %d split/all-reduce/drop cycles: resident %+ld KiB, /dev/shm files %d -> %d, "
+                "next free communicator id %u -> %u\n",
+                world->rank(), cycles, grown, shm_before, shm_after, free_before, free_after);
+    if (!mixed && free_after != free_before) {
+      std::fprintf(stderr, "rank %d: communicator ids leak with the cycles\n", world->rank());
+      return 1;
+    }
     // Before regions were released, each cycle kept about 2.4 MB mapped at 2 ranks.
     if (grown > 64 * 1024 || shm_after > shm_before) {
       std::fprintf(stderr, "rank %d: memory or /dev/shm grew with the cycles\n", world->rank());
