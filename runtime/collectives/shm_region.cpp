@@ -38,8 +38,15 @@ struct RegionCache {
   std::map<ShmRegion::Key, std::shared_ptr<ShmRegion>> regions;
 };
 
+/// Set when the cache is destroyed at exit: a communicator kept in a static object may be
+/// destroyed after it, and then has nothing left to release.
+bool cache_gone = false;
+
 RegionCache& cache() {
-  static RegionCache c;
+  struct Owned : RegionCache {
+    ~Owned() { cache_gone = true; }
+  };
+  static Owned c;
   return c;
 }
 
@@ -284,6 +291,7 @@ size_t shm_slot_bytes() {
 }
 
 void release_regions(uint64_t communicator_id) {
+  if (cache_gone) return;
   std::lock_guard lock(cache().mutex);
   auto& regions = cache().regions;
   for (auto it = regions.begin(); it != regions.end();) {
@@ -379,6 +387,7 @@ RegionLease::~RegionLease() {
   region_->busy = false;
   if (finished_) return;
   region_->dropped = true;
+  if (cache_gone) return;
   std::lock_guard lock(cache().mutex);
   auto it = cache().regions.find(region_->key());
   if (it != cache().regions.end() && it->second == region_) cache().regions.erase(it);
