@@ -234,6 +234,9 @@ void DeviceCommunicatorImpl::make_two_levels(size_t chunk) {
 DeviceCommunicatorImpl::~DeviceCommunicatorImpl() {
   // Kernels of this communicator may still run (also graph replays): they end, at the latest,
   // at their deadline.
+  int current = -1;
+  cudaGetDevice(&current);
+  cudaSetDevice(device);
   cudaDeviceSynchronize();
   cudaGetLastError();
   pipeline.reset();
@@ -244,6 +247,7 @@ DeviceCommunicatorImpl::~DeviceCommunicatorImpl() {
   peers_.clear();
   own_ = VmmAllocation();
   if (epochs) cudaFree(epochs);
+  if (current >= 0) cudaSetDevice(current);
 }
 
 kernels::cuda::PeerSync DeviceCommunicatorImpl::sync(uint64_t signature) const {
@@ -288,7 +292,7 @@ comm::Work DeviceCommunicatorImpl::finish(DeviceCall call, cudaStream_t stream, 
     state->give_event(e);
     check_launch(err, call);
   }
-  auto work = std::make_shared<DeviceWork>(state, call_name(call), e, state_rank);
+  auto work = std::make_shared<DeviceWork>(state, call_name(call), e, state_rank, !peer_path);
   last_work_ = work;
   return comm::Work(std::static_pointer_cast<comm::Completion>(work));
 }

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -51,6 +52,11 @@ class DeviceState {
   cudaEvent_t take_event();
   void give_event(cudaEvent_t e);
 
+  /// Chunks the staged path's progress thread finished (any call): a staged Work's host deadline
+  /// counts from the last one, as its wait kernels' does.
+  uint64_t progress() const { return progress_.load(std::memory_order_relaxed); }
+  void advance() { progress_.fetch_add(1, std::memory_order_relaxed); }
+
   comm::Communicator& host() const { return *host_; }
   int64_t timeout_ms() const { return timeout_ms_; }
 
@@ -63,6 +69,7 @@ class DeviceState {
   mutable std::mutex mutex_;
   std::string local_reason_;
   std::exception_ptr cause_;
+  std::atomic<uint64_t> progress_{0};
   std::vector<cudaEvent_t> free_events_;
   std::vector<cudaEvent_t> all_events_;
 };

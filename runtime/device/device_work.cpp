@@ -13,9 +13,10 @@ using Clock = std::chrono::steady_clock;
 // say so before it aborts on its own (the call may have queued behind other work).
 constexpr auto kHostGrace = std::chrono::seconds(2);
 
-DeviceWork::DeviceWork(std::shared_ptr<DeviceState> state, const char* op, cudaEvent_t event, int rank)
+DeviceWork::DeviceWork(std::shared_ptr<DeviceState> state, const char* op, cudaEvent_t event, int rank, bool staged)
     : state_(std::move(state)), op_(op), event_(event), rank_(rank),
-      deadline_(Clock::now() + std::chrono::milliseconds(state_->timeout_ms()) + kHostGrace) {}
+      deadline_(Clock::now() + std::chrono::milliseconds(state_->timeout_ms()) + kHostGrace), staged_(staged),
+      progress_seen_(state_->progress()) {}
 
 DeviceWork::~DeviceWork() { state_->give_event(event_); }
 
@@ -36,7 +37,7 @@ void DeviceWork::look() {
   if (q == cudaSuccess) {
     // A kernel that gave up also reaches the event: its gave-up word tells them apart (a peer
     // may exit, and abort the communicator, just after a call completed everywhere).
-    if (state_->gave_up(rank_)) return fail(state_->failure());
+    if (state_->gave_up(rank_) || (staged_ && state_->aborted())) return fail(state_->failure());
     status_ = Status::done;
     return;
   }
@@ -45,6 +46,11 @@ void DeviceWork::look() {
     state_->abort(kernels::cuda::abort_code(kernels::cuda::kAbortUser, rank_, -1),
                   std::string("CUDA error on the stream: ") + cudaGetErrorString(q));
     return fail(state_->failure());
+  }
+  if (staged_ && state_->progress() != progress_seen_) {
+    // Calls queued ahead on a slow network: the deadline is on progress, not on the whole queue.
+    progress_seen_ = state_->progress();
+    deadline_ = Clock::now() + std::chrono::milliseconds(state_->timeout_ms()) + kHostGrace;
   }
   if (Clock::now() > deadline_) {
     state_->abort(kernels::cuda::abort_code(kernels::cuda::kAbortTimeout, rank_, -1),

@@ -16,7 +16,10 @@ namespace seam::device {
 
 class DeviceWork final : public comm::Completion {
  public:
-  DeviceWork(std::shared_ptr<DeviceState> state, const char* op, cudaEvent_t event, int rank);
+  /// staged: its deadline counts from the staged path's last progress, and it fails when the
+  /// communicator aborted before it completed (a two-level call's host level may have read a
+  /// peer's share that its network level never delivered).
+  DeviceWork(std::shared_ptr<DeviceState> state, const char* op, cudaEvent_t event, int rank, bool staged = false);
   ~DeviceWork() override;
   void wait() override;
   bool test() override;
@@ -36,6 +39,8 @@ class DeviceWork final : public comm::Completion {
   cudaEvent_t event_;
   int rank_;
   std::chrono::steady_clock::time_point deadline_;
+  bool staged_;
+  uint64_t progress_seen_ = 0;
   Status status_ = Status::pending;
   std::exception_ptr error_;
   std::string error_text_;

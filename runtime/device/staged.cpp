@@ -62,12 +62,6 @@ size_t block_chunks(const StagedPipeline& p, std::span<const size_t> counts, siz
   return p.chunks_for((total + *std::max_element(counts.begin(), counts.end())) * e);
 }
 
-void check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return;
-  cudaGetLastError();
-  throw CommError(std::string("seam: device staged path: ") + what + ": " + cudaGetErrorString(e));
-}
-
 }  // namespace
 
 namespace {
@@ -82,6 +76,7 @@ void flat_all_reduce(StagedPipeline& p, const void* send, void* recv, size_t cou
             [n = x.n, dtype, op](comm::Communicator& h, char* slot) { h.all_reduce(slot, slot, n, dtype, op).wait(); },
             {{at(recv, x.lo * e), 0, x.n * e}}, stream);
   }
+  p.end_call(stream);
 }
 
 /// Reduce-scatter among the host's ranks over peer memory, each rank's share all-reduced with the
@@ -136,6 +131,7 @@ void reduce_scatter(DeviceCommunicatorImpl& d, const void* send, void* recv, std
             },
             {mine}, stream);
   }
+  p.end_call(stream);
   SEAM_LOG_DEBUG("seam: device reduce_scatterv of {} blocks x {}: staged through host memory, {} chunk(s)",
                  counts.size(), dtype_name(dtype), K);
 }
@@ -154,6 +150,7 @@ void all_gather(DeviceCommunicatorImpl& d, const void* send, void* recv, std::sp
             },
             b.blocks, stream);
   }
+  p.end_call(stream);
   SEAM_LOG_DEBUG("seam: device all_gatherv of {} blocks x {}: staged through host memory, {} chunk(s)",
                  counts.size(), dtype_name(dtype), K);
 }
@@ -171,6 +168,7 @@ void broadcast(DeviceCommunicatorImpl& d, void* buffer, size_t count, DType dtyp
             [n = x.n, dtype, root](comm::Communicator& h, char* slot) { h.broadcast(slot, n, dtype, root).wait(); },
             is_root ? std::vector<Copy>{} : std::vector<Copy>{whole}, stream);
   }
+  p.end_call(stream);
   SEAM_LOG_DEBUG("seam: device broadcast {} x {} from rank {}: staged through host memory, {} chunk(s)", count,
                  dtype_name(dtype), root, K);
 }
@@ -182,12 +180,14 @@ void fused_norm(DeviceCommunicatorImpl& d, const Tensor& partial, const Tensor& 
   pipeline(d, capture);
   const size_t e = dtype_size(partial.dtype);
   const size_t row = static_cast<size_t>(partial.cols) * e, rows = static_cast<size_t>(partial.rows);
+  // A failure here aborts the communicator (check_launch): the other ranks' chunks run anyway.
+  const DeviceCall call = fp8_out ? DeviceCall::fused_norm_fp8 : DeviceCall::fused_norm;
   void* scratch = nullptr;
-  check(cudaMallocAsync(&scratch, row * rows, stream), "scratch");
-  check(cudaMemcpy2DAsync(scratch, row, partial.data, static_cast<size_t>(partial.row_stride) * e, row, rows,
-                          cudaMemcpyDeviceToDevice, stream),
-        "packing the partial");
+  d.check_launch(cudaMallocAsync(&scratch, row * rows, stream), call);
   try {
+    d.check_launch(cudaMemcpy2DAsync(scratch, row, partial.data, static_cast<size_t>(partial.row_stride) * e, row,
+                                     rows, cudaMemcpyDeviceToDevice, stream),
+                   call);
     all_reduce(d, scratch, scratch, static_cast<size_t>(partial.numel()), partial.dtype, ReduceOp::sum, stream,
                capture);
   } catch (...) {
@@ -198,7 +198,7 @@ void fused_norm(DeviceCommunicatorImpl& d, const Tensor& partial, const Tensor& 
   const cudaError_t launched = fp8_out ? kernels::cuda::add_rms_norm_fp8(sum, residual, nullptr, norm, *fp8_out, stream)
                                        : kernels::cuda::add_rms_norm(sum, residual, nullptr, norm, *out, stream);
   cudaFreeAsync(scratch, stream);
-  check(launched, "the norm kernel");
+  d.check_launch(launched, call);
 }
 
 }  // namespace seam::device::staged

@@ -56,6 +56,7 @@ StagedPipeline::StagedPipeline(comm::Communicator& host, std::shared_ptr<DeviceS
   fail(cudaHostGetDevicePointer(reinterpret_cast<void**>(&done_device_), done_, 0), "cudaHostGetDevicePointer");
   fail(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking), "cudaStreamCreate");
   fail(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), "cudaEventCreate");
+  fail(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming), "cudaEventCreate");
   for (cudaEvent_t& e : slot_free_) fail(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
   thread_ = std::thread([this] { run(); });
 }
@@ -67,8 +68,10 @@ StagedPipeline::~StagedPipeline() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  release();
+  if (side_) cudaStreamSynchronize(side_);
+  // The transport goes before the slots: after an abort its posted receives may still target them.
   dup_.reset();
+  release();
 }
 
 void StagedPipeline::release() {
@@ -76,6 +79,7 @@ void StagedPipeline::release() {
   for (cudaEvent_t& e : slot_free_)
     if (e) cudaEventDestroy(e), e = nullptr;
   if (fork_) cudaEventDestroy(fork_), fork_ = nullptr;
+  if (join_) cudaEventDestroy(join_), join_ = nullptr;
   if (side_) cudaStreamDestroy(side_), side_ = nullptr;
   if (done_) cudaFreeHost(done_), done_ = nullptr;
   if (slots_) cudaFreeHost(slots_), slots_ = nullptr;
@@ -99,6 +103,11 @@ void StagedPipeline::check(cudaError_t err, const char* what) {
 void StagedPipeline::begin_call(cudaStream_t stream) {
   check(cudaEventRecord(fork_, stream), "cudaEventRecord");
   check(cudaStreamWaitEvent(side_, fork_, 0), "cudaStreamWaitEvent");
+}
+
+void StagedPipeline::end_call(cudaStream_t stream) {
+  check(cudaEventRecord(join_, side_), "cudaEventRecord");
+  check(cudaStreamWaitEvent(stream, join_, 0), "cudaStreamWaitEvent");
 }
 
 void CUDART_CB StagedPipeline::copied(void* self) {
@@ -139,14 +148,38 @@ void StagedPipeline::chunk(const std::vector<Copy>& in, HostStep step, const std
   slot_used_[s] = true;
 }
 
+void StagedPipeline::abort_duplicate() {
+  if (duplicate_aborted_ || !state_->aborted()) return;
+  duplicate_aborted_ = true;
+  auto& engine = *dup_->impl().engine;
+  if (engine.aborted()) return;
+  std::string why = "seam: device communicator aborted";
+  try {
+    std::rethrow_exception(state_->failure());
+  } catch (const std::exception& e) {
+    why = e.what();
+  } catch (...) {
+  }
+  engine.abort_external(why, -1);
+}
+
 void StagedPipeline::run() {
   using Clock = std::chrono::steady_clock;
+  constexpr auto kLook = std::chrono::milliseconds(20);
   for (;;) {
     Job job;
     Clock::time_point popped, copied;
     {
       std::unique_lock lock(mutex_);
-      cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      // Idle, it still looks at the abort word: the other ranks hear of an abort at once.
+      while (!stop_ && jobs_.empty()) {
+        cv_.wait_for(lock, kLook);
+        if (state_->aborted() && !duplicate_aborted_) {
+          lock.unlock();
+          abort_duplicate();
+          lock.lock();
+        }
+      }
       if (jobs_.empty()) return;
       job = std::move(jobs_.front());
       jobs_.pop_front();
@@ -154,9 +187,8 @@ void StagedPipeline::run() {
       // Its copy to the host: the side stream may first wait for the caller's earlier work.
       const auto deadline = Clock::now() + std::chrono::milliseconds(state_->timeout_ms());
       while (copied_ <= job.seq && !state_->aborted()) {
-        if (cv_.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(50))) ==
-                std::cv_status::timeout &&
-            Clock::now() >= deadline) {
+        cv_.wait_until(lock, std::min(deadline, Clock::now() + kLook));
+        if (copied_ <= job.seq && Clock::now() >= deadline) {
           state_->abort(kernels::cuda::abort_code(kernels::cuda::kAbortTimeout, rank_, -1),
                         "a chunk's copy to host memory did not finish in time (the stream is stuck before the call)");
           break;
@@ -164,7 +196,10 @@ void StagedPipeline::run() {
       }
     }
     // After an abort the chunk's wait kernel gives up on the abort word: the counter stays.
-    if (state_->aborted()) continue;
+    if (state_->aborted()) {
+      abort_duplicate();
+      continue;
+    }
     copied = Clock::now();
     try {
       job.step(*dup_, job.slot);
@@ -174,6 +209,7 @@ void StagedPipeline::run() {
       continue;
     }
     __atomic_store_n(done_, job.seq + 1, __ATOMIC_RELEASE);
+    state_->advance();
     if (log().should_log(spdlog::level::trace)) {
       auto us = [](Clock::duration d) { return std::chrono::duration_cast<std::chrono::microseconds>(d).count(); };
       log().trace("seam: device staged chunk {}: queued {} us before the thread took it, copied to host {} us later, "

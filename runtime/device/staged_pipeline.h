@@ -48,6 +48,9 @@ class StagedPipeline {
   /// Queues one chunk of the call: `in` into the slot, `step` on it, then `out` back, on `stream`.
   /// The copies' slot ranges stay within slot_bytes().
   void chunk(const std::vector<Copy>& in, HostStep step, const std::vector<Copy>& out, cudaStream_t stream);
+  /// Ends a call: `stream` goes on only after the side stream's copies of it (which, after an
+  /// abort, may outlast the waits that gave up).
+  void end_call(cudaStream_t stream);
   /// A slot's size: the largest chunk plus room for per-rank alignment.
   size_t slot_bytes() const { return slot_bytes_; }
 
@@ -60,6 +63,10 @@ class StagedPipeline {
   };
   static void CUDART_CB copied(void* self);
   void run();
+  /// On the progress thread: aborts the duplicate's engine once the communicator aborted, which
+  /// tells the other ranks' progress threads at once.
+  void abort_duplicate();
+  bool duplicate_aborted_ = false;
   void check(cudaError_t err, const char* what);
   void release();  // the CUDA resources
 
@@ -73,6 +80,7 @@ class StagedPipeline {
   cudaEvent_t slot_free_[kSlots] = {};
   bool slot_used_[kSlots] = {};
   cudaEvent_t fork_ = nullptr;
+  cudaEvent_t join_ = nullptr;
   cudaStream_t side_ = nullptr;
   uint64_t* done_ = nullptr;  // host-mapped: chunks whose host collective finished
   uint64_t* done_device_ = nullptr;
