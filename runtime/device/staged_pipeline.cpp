@@ -86,11 +86,13 @@ void StagedPipeline::release() {
   cudaGetLastError();
 }
 
-size_t StagedPipeline::chunks_for(size_t bytes) const {
-  const size_t target = std::clamp((bytes + kChunksPerCall - 1) / kChunksPerCall, std::min(kMinChunk, chunk_bytes_),
-                                   chunk_bytes_);
+size_t staged_chunks(size_t bytes, size_t chunk_bytes) {
+  const size_t target = std::clamp((bytes + kChunksPerCall - 1) / kChunksPerCall, std::min(kMinChunk, chunk_bytes),
+                                   chunk_bytes);
   return std::max<size_t>(1, (bytes + target - 1) / target);
 }
+
+size_t StagedPipeline::chunks_for(size_t bytes) const { return staged_chunks(bytes, chunk_bytes_); }
 
 void StagedPipeline::check(cudaError_t err, const char* what) {
   if (err == cudaSuccess) return;

@@ -23,6 +23,10 @@
 
 namespace seam::device {
 
+/// How many chunks a staged call moving `bytes` through each slot takes, with chunks of at most
+/// `chunk_bytes` (SEAM_CUDA_STAGED_CHUNK_KB): about 8, none below 256 KiB unless the call is.
+size_t staged_chunks(size_t bytes, size_t chunk_bytes);
+
 class StagedPipeline {
  public:
   /// A contiguous copy between device memory and the chunk's slot.

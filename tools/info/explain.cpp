@@ -8,6 +8,7 @@
 #include "runtime/collectives/selection.h"
 #include "tools/common/cli.h"
 #if SEAM_HAVE_CUDA
+#include "runtime/device/staged_pipeline.h"
 #include "runtime/device/select.h"
 #endif
 
@@ -62,7 +63,24 @@ void explain(const char* collective, const char* bytes_text, const char* ranks_t
           ? std::string(device::algo_name(device::select_all_reduce(bytes, ranks, Config::get().cuda_algorithm))) +
                 " (SEAM_CUDA_ALGO overrides)"
           : "the " + std::string(collective) + " kernel through the workspaces");
-  row("device, across hosts or no peer access", "staged through pinned host memory, then the host path above");
+  const size_t chunk = static_cast<size_t>(Config::get().cuda_staged_chunk_kb) << 10;
+  // A block collective's slot also holds the largest rank's piece (runtime/device/staged.cpp).
+  const bool blocks = c != Collective::all_reduce && c != Collective::broadcast;
+  auto staged = [&](size_t b) {
+    const size_t k = device::staged_chunks(blocks ? b + b / static_cast<size_t>(ranks) : b, chunk);
+    return "staged in " + std::to_string(k) + " chunk" + (k == 1 ? "" : "s") + " of " +
+           std::to_string((b + k - 1) / k) + " bytes through pinned host memory (copies, network and copies back "
+           "overlapping; SEAM_CUDA_STAGED_CHUNK_KB caps a chunk)";
+  };
+  const bool two_levels = ranks >= 4 && ranks % 2 == 0 && c == Collective::all_reduce;
+  if (two_levels) {
+    const size_t share = bytes / static_cast<size_t>(ranks / 2);
+    row("device, 2 hosts of " + std::to_string(ranks / 2) + " ranks, peer memory on each",
+        "two levels: reduce-scatter over peer memory on each host, each rank's " + std::to_string(share) +
+            "-byte share all-reduced with the other host's, " + staged(share) + ", all-gather over peer memory");
+  }
+  row(two_levels ? "device, no peer access or uneven hosts" : "device, across hosts or no peer access",
+      staged(bytes) + ", each chunk by the host path above");
 #else
   row("device", "not built (no nvcc at build time)");
 #endif
