@@ -117,21 +117,40 @@ void all_reduce(DeviceCommunicatorImpl& d, const void* send, void* recv, size_t 
                  p.chunks_for(count * dtype_size(dtype)));
 }
 
+namespace {
+
+/// A call with one block per rank, chunk by chunk: each chunk's pieces of `blocks` (a
+/// reduce-scatter's input, a gather's output) packed at the slot's start, this rank's piece of
+/// `mine` (its output, its input) after them. `step(pieces' counts, where mine sits)` makes the
+/// chunk's host collective. Returns the number of chunks.
+template <class Step>
+size_t block_call(StagedPipeline& p, size_t rank, std::span<const size_t> counts, size_t e, const void* blocks,
+                  const void* mine, bool blocks_to_host, Step step, cudaStream_t stream) {
+  const size_t K = block_chunks(p, counts, e);
+  p.begin_call(stream);
+  for (size_t c = 0; c < K; ++c) {
+    BlockChunk b = block_chunk(blocks, counts, c, K, e);
+    const std::vector<Copy> piece_of_mine{{at(mine, piece(counts[rank], c, K).lo * e), b.after, b.counts[rank] * e}};
+    p.chunk(blocks_to_host ? b.blocks : piece_of_mine, step(std::move(b.counts), b.after),
+            blocks_to_host ? piece_of_mine : b.blocks, stream);
+  }
+  p.end_call(stream);
+  return K;
+}
+
+}  // namespace
+
 void reduce_scatter(DeviceCommunicatorImpl& d, const void* send, void* recv, std::span<const size_t> counts,
                     DType dtype, ReduceOp op, cudaStream_t stream, cudaStreamCaptureStatus capture) {
   StagedPipeline& p = pipeline(d, capture);
-  const size_t e = dtype_size(dtype), me = static_cast<size_t>(d.rank), K = block_chunks(p, counts, e);
-  p.begin_call(stream);
-  for (size_t c = 0; c < K; ++c) {
-    BlockChunk b = block_chunk(send, counts, c, K, e);
-    const Copy mine{at(recv, piece(counts[me], c, K).lo * e), b.after, b.counts[me] * e};
-    p.chunk(b.blocks,
-            [sub = b.counts, out_at = b.after, dtype, op](comm::Communicator& h, char* slot) {
-              h.reduce_scatterv(slot, slot + out_at, sub, dtype, op).wait();
-            },
-            {mine}, stream);
-  }
-  p.end_call(stream);
+  const size_t K = block_call(
+      p, static_cast<size_t>(d.rank), counts, dtype_size(dtype), send, recv, true,
+      [dtype, op](std::vector<size_t> sub, size_t out_at) -> StagedPipeline::HostStep {
+        return [sub = std::move(sub), out_at, dtype, op](comm::Communicator& h, char* slot) {
+          h.reduce_scatterv(slot, slot + out_at, sub, dtype, op).wait();
+        };
+      },
+      stream);
   SEAM_LOG_DEBUG("seam: device reduce_scatterv of {} blocks x {}: staged through host memory, {} chunk(s)",
                  counts.size(), dtype_name(dtype), K);
 }
@@ -139,18 +158,14 @@ void reduce_scatter(DeviceCommunicatorImpl& d, const void* send, void* recv, std
 void all_gather(DeviceCommunicatorImpl& d, const void* send, void* recv, std::span<const size_t> counts, DType dtype,
                 cudaStream_t stream, cudaStreamCaptureStatus capture) {
   StagedPipeline& p = pipeline(d, capture);
-  const size_t e = dtype_size(dtype), me = static_cast<size_t>(d.rank), K = block_chunks(p, counts, e);
-  p.begin_call(stream);
-  for (size_t c = 0; c < K; ++c) {
-    BlockChunk b = block_chunk(recv, counts, c, K, e);
-    const Copy mine{at(send, piece(counts[me], c, K).lo * e), b.after, b.counts[me] * e};
-    p.chunk({mine},
-            [sub = b.counts, mine_at = b.after, dtype](comm::Communicator& h, char* slot) {
-              h.all_gatherv(slot + mine_at, slot, sub, dtype).wait();
-            },
-            b.blocks, stream);
-  }
-  p.end_call(stream);
+  const size_t K = block_call(
+      p, static_cast<size_t>(d.rank), counts, dtype_size(dtype), recv, send, false,
+      [dtype](std::vector<size_t> sub, size_t mine_at) -> StagedPipeline::HostStep {
+        return [sub = std::move(sub), mine_at, dtype](comm::Communicator& h, char* slot) {
+          h.all_gatherv(slot + mine_at, slot, sub, dtype).wait();
+        };
+      },
+      stream);
   SEAM_LOG_DEBUG("seam: device all_gatherv of {} blocks x {}: staged through host memory, {} chunk(s)",
                  counts.size(), dtype_name(dtype), K);
 }
