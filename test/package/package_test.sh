@@ -26,12 +26,12 @@ done
 cmake -S "$source/examples/c_allreduce" -B "$work/example" -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/configure.log"
 cmake --build "$work/example" >"$work/build.log"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-"$mpiexec" --oversubscribe --bind-to none -n 3 "$work/example/c_allreduce"
+"$mpiexec" --allow-run-as-root --oversubscribe --bind-to none -n 3 "$work/example/c_allreduce"
 PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" cc -std=c99 -o "$work/c_allreduce_pc" \
   "$source/examples/c_allreduce/main.c" $(PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" pkg-config --cflags --libs seam)
-"$mpiexec" --oversubscribe --bind-to none -n 2 "$work/c_allreduce_pc"
+"$mpiexec" --allow-run-as-root --oversubscribe --bind-to none -n 2 "$work/c_allreduce_pc"
 # The C++ API: the communicator's collectives through seam::seam.
 cmake -S "$source/examples/cpp_allreduce" -B "$work/cpp" -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/cpp-configure.log"
 cmake --build "$work/cpp" >"$work/cpp-build.log"
-"$mpiexec" --oversubscribe --bind-to none -n 3 "$work/cpp/cpp_allreduce"
+"$mpiexec" --allow-run-as-root --oversubscribe --bind-to none -n 3 "$work/cpp/cpp_allreduce"
 echo "package test passed"
