@@ -71,6 +71,13 @@ class DeviceCommunicator {
                          cudaStream_t stream);
   /// buffer on every rank = root's buffer.
   comm::Work broadcast(void* buffer, size_t count, DType dtype, int root, cudaStream_t stream);
+  /// Sends count elements of buffer to rank `peer` (pipeline handoff), ordered on stream. Each
+  /// send pairs with the peer's recv of the same count and dtype, in the order the two ranks issue
+  /// them; a send holds its stream until the peer has the data, so two ranks that both send
+  /// before they receive wait for each other until the deadline (order them as a pipeline does).
+  comm::Work send(const void* buffer, size_t count, DType dtype, int peer, cudaStream_t stream);
+  /// Receives count elements from rank `peer` into buffer, ordered on stream.
+  comm::Work recv(void* buffer, size_t count, DType dtype, int peer, cudaStream_t stream);
   /// The fused boundary: residual := round(Σ partial) + residual (in place); out := RMSNorm of
   /// the FP32 sum (the same bits as all_reduce followed by kernels::cuda::add_rms_norm).
   /// Tensors are contiguous device views of one dtype and shape (rows x cols).

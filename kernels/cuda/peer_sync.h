@@ -15,9 +15,14 @@ inline constexpr int kMaxBlocks = 132;
 /// One rank's flag area, at the start of its peer-mapped workspace. flags[b][p]: the latest
 /// barrier epoch that block b of rank p announced to this rank; signature[p]: the call rank p
 /// made, written before block 0's first announcement of every call.
+/// p2p_ready[p]: chunks rank p put in its workspace for this rank; p2p_taken[p]: chunks of this
+/// rank's that rank p copied out; p2p_signature[p]: the send rank p made (kernels/cuda/p2p.h).
 struct PeerFlags {
   uint32_t flags[kMaxBlocks][kMaxRanks];
   uint64_t signature[kMaxRanks];
+  uint32_t p2p_ready[kMaxRanks];
+  uint32_t p2p_taken[kMaxRanks];
+  uint64_t p2p_signature[kMaxRanks];
 };
 
 /// The shared abort page: the abort word, then one gave-up word per rank (a kernel of that rank

@@ -213,7 +213,11 @@ comm::Work DeviceCommunicatorImpl::all_gather_blocks(DeviceCall call, const void
 }
 
 comm::Work DeviceCommunicator::broadcast(void* buffer, size_t count, DType dtype, int root, cudaStream_t stream) {
-  auto& d = *impl_;
+  return impl_->broadcast(buffer, count, dtype, root, stream);
+}
+
+comm::Work DeviceCommunicatorImpl::broadcast(void* buffer, size_t count, DType dtype, int root, cudaStream_t stream) {
+  auto& d = *this;
   constexpr auto call = DeviceCall::broadcast;
   dtype = carrier("broadcast", dtype, std::span<size_t>(&count, 1));
   check_types("broadcast", dtype, nullptr);

@@ -71,6 +71,8 @@ const char* call_name(DeviceCall c) {
     case DeviceCall::broadcast: return "broadcast";
     case DeviceCall::fused_norm: return "all_reduce_add_rms_norm";
     case DeviceCall::fused_norm_fp8: return "all_reduce_add_rms_norm_fp8";
+    case DeviceCall::send: return "send";
+    case DeviceCall::recv: return "recv";
   }
   return "?";
 }
@@ -170,8 +172,10 @@ DeviceCommunicatorImpl::DeviceCommunicatorImpl(std::shared_ptr<comm::Communicato
 
   own_ = VmmAllocation::create(device, kFlagBytes + workspace_bytes);
   cuda_check(cudaMemset(own_.data(), 0, kFlagBytes), "clearing the flags");
-  cuda_check(cudaMalloc(reinterpret_cast<void**>(&epochs), sizeof(uint32_t) * kMaxBlocks), "cudaMalloc");
-  cuda_check(cudaMemset(epochs, 0, sizeof(uint32_t) * kMaxBlocks), "clearing the epochs");
+  constexpr size_t kCounts = kMaxBlocks + 2 * kMaxRanks;
+  cuda_check(cudaMalloc(reinterpret_cast<void**>(&epochs), sizeof(uint32_t) * kCounts), "cudaMalloc");
+  cuda_check(cudaMemset(epochs, 0, sizeof(uint32_t) * kCounts), "clearing the epochs");
+  p2p_counts = epochs + kMaxBlocks;
   cuda_check(cudaDeviceSynchronize(), "set-up");
 
   // Rank 0 makes the abort page and sends it with its workspace.
@@ -226,6 +230,8 @@ void DeviceCommunicatorImpl::make_two_levels(size_t chunk) {
   // Its kernels spin for their peers on the host; GPUs shared with other hosts' ranks (hosts made
   // of namespaces on one machine) must hold every rank's blocks at once.
   local_level->max_blocks = std::min(local_level->max_blocks, max_blocks);
+  ranks_by_host = layout->ranks_by_host;
+  host_index = layout->host_index;
   state = local_level->state;
   state_rank = local_level->rank;
   cross_pipeline = std::make_unique<StagedPipeline>(*cross_host, state, state_rank, chunk);

@@ -26,7 +26,7 @@
 namespace seam::device {
 
 /// The kinds of device call, for signatures and logs.
-enum class DeviceCall : uint8_t { all_reduce, reduce_scatter, reduce_scatterv, all_gather, all_gatherv, broadcast, fused_norm, fused_norm_fp8 };
+enum class DeviceCall : uint8_t { all_reduce, reduce_scatter, reduce_scatterv, all_gather, all_gatherv, broadcast, fused_norm, fused_norm_fp8, send, recv };
 const char* call_name(DeviceCall c);
 
 class DeviceCommunicatorImpl {
@@ -52,11 +52,14 @@ class DeviceCommunicatorImpl {
   /// Sets up local_level and cross_pipeline where the ranks' hosts allow (a collective call).
   void make_two_levels(size_t chunk_bytes);
 
-  /// Reduce-scatter(v) and all-gather(v) with their blocks given per rank; the fused norm.
+  /// Reduce-scatter(v) and all-gather(v) with their blocks given per rank; broadcast; the fused norm.
   comm::Work reduce_scatter_blocks(DeviceCall call, const void* send, void* recv, std::span<const size_t> counts,
                                    DType dtype, ReduceOp op, cudaStream_t stream);
   comm::Work all_gather_blocks(DeviceCall call, const void* send, void* recv, std::span<const size_t> counts,
                                DType dtype, cudaStream_t stream);
+  comm::Work broadcast(void* buffer, size_t count, DType dtype, int root, cudaStream_t stream);
+  /// send (DeviceCall::send) or recv with `peer`.
+  comm::Work point_to_point(DeviceCall call, void* buffer, size_t count, DType dtype, int peer, cudaStream_t stream);
   comm::Work fused_norm(DeviceCall call, const Tensor& partial, const Tensor& residual,
                         const kernels::RmsNormSpec& norm, const Tensor* out, const kernels::Fp8Rows* fp8_out,
                         cudaStream_t stream);
@@ -72,6 +75,8 @@ class DeviceCommunicatorImpl {
   void* ws[kernels::cuda::kMaxRanks] = {};  ///< every rank's data area, mapped here
   kernels::cuda::PeerFlags* flags[kernels::cuda::kMaxRanks] = {};
   uint32_t* epochs = nullptr;  ///< this rank's barrier counts (cudaMalloc)
+  /// Chunks this rank sent to each rank, then chunks it received from each (after epochs).
+  uint32_t* p2p_counts = nullptr;
   PointerCheck pointers{0};
   /// The staged path's chunks, progress thread and pinned slots (null on the peer path).
   std::unique_ptr<StagedPipeline> pipeline;
@@ -80,6 +85,10 @@ class DeviceCommunicatorImpl {
   /// place on every host; the all-reduce runs in two levels over them. Null otherwise.
   std::unique_ptr<DeviceCommunicatorImpl> local_level;
   std::unique_ptr<StagedPipeline> cross_pipeline;
+  /// With local_level: the group ranks host by host (host h's are entries [h L, (h + 1) L) for L
+  /// ranks per host), and this rank's host's place among the hosts.
+  std::vector<int> ranks_by_host;
+  int host_index = 0;
   /// This rank's index in `state`'s page (its local rank when the state is local_level's).
   int state_rank = 0;
   std::string algo_override;

@@ -21,6 +21,10 @@ void all_gather(DeviceCommunicatorImpl& d, const void* send, void* recv, std::sp
                 cudaStream_t stream, cudaStreamCaptureStatus capture);
 void broadcast(DeviceCommunicatorImpl& d, void* buffer, size_t count, DType dtype, int root, cudaStream_t stream,
                cudaStreamCaptureStatus capture);
+void send(DeviceCommunicatorImpl& d, const void* buffer, size_t count, DType dtype, int peer, cudaStream_t stream,
+          cudaStreamCaptureStatus capture);
+void recv(DeviceCommunicatorImpl& d, void* buffer, size_t count, DType dtype, int peer, cudaStream_t stream,
+          cudaStreamCaptureStatus capture);
 void fused_norm(DeviceCommunicatorImpl& d, const Tensor& partial, const Tensor& residual,
                 const kernels::RmsNormSpec& norm, const Tensor* out, const kernels::Fp8Rows* fp8_out,
                 cudaStream_t stream, cudaStreamCaptureStatus capture);

@@ -180,6 +180,13 @@ void StagedPipeline::run() {
           lock.unlock();
           abort_duplicate();
           lock.lock();
+        } else if (!state_->aborted() && dup_->impl().engine->aborted()) {
+          // A peer's failure that reached this rank between calls (say a recv that refused its
+          // send): later calls fail at once, and check() says so.
+          lock.unlock();
+          state_->abort(kernels::cuda::abort_code(kernels::cuda::kAbortUser, rank_, -1),
+                        "the staged path's communicator aborted: " + dup_->impl().engine->abort_reason());
+          lock.lock();
         }
       }
       if (jobs_.empty()) return;
