@@ -6,6 +6,7 @@
 #include "runtime/device/current_stream.h"
 #include "runtime/device/device_fusion.h"
 #include "runtime/device/device_kernels.h"
+#include "kernels/cuda/peer_sync.h"
 
 namespace seam::device {
 
@@ -40,6 +41,14 @@ class CommGroup final : public boundary::rows::DeviceGroup {
     comm_->all_gatherv(send.data, recv.data, counts, send.dtype, current_stream());
     return {};
   }
+  comm::Work send(const Tensor& t, int peer) override {
+    comm_->send(t.data, count(t), t.dtype, peer, current_stream());
+    return {};
+  }
+  comm::Work recv(const Tensor& t, int peer) override {
+    comm_->recv(t.data, count(t), t.dtype, peer, current_stream());
+    return {};
+  }
 
  private:
   static size_t count(const Tensor& t) { return static_cast<size_t>(t.numel()); }
@@ -61,7 +70,15 @@ std::unique_ptr<BoundaryDevice> BoundaryDevice::attach(boundary::rows::ProcessGr
     b->comms_[static_cast<size_t>(g)] = DeviceCommunicator::create(groups.shared_comm(kind), device);
     b->device_ = b->comms_[static_cast<size_t>(g)]->device();
   }
+  // The pipeline handoff's device send/recv: the ranks of one TP rank across the stages.
+  const Topology& topo = groups.topology();
+  if (topo.pp > 1 && topo.pp <= kernels::cuda::kMaxRanks && groups.shared_comm(GroupKind::WORLD)) {
+    auto chain = groups.shared_comm(GroupKind::WORLD)->split(groups.tp_rank(), groups.pp_rank());
+    b->pipeline_ = DeviceCommunicator::create(chain, device);
+    b->device_ = b->pipeline_->device();
+  }
   if (b->device_ < 0) cudaGetDevice(&b->device_);
+  if (b->pipeline_) groups.set_pipeline_device(std::make_shared<CommGroup>(b->pipeline_));
   for (int g = 0; g < boundary::rows::kGroupKindCount; ++g)
     if (b->comms_[static_cast<size_t>(g)])
       groups.set_device_group(static_cast<GroupKind>(g), std::make_shared<CommGroup>(b->comms_[static_cast<size_t>(g)]));
@@ -69,6 +86,7 @@ std::unique_ptr<BoundaryDevice> BoundaryDevice::attach(boundary::rows::ProcessGr
 }
 
 BoundaryDevice::~BoundaryDevice() {
+  if (pipeline_) groups_.set_pipeline_device(nullptr);
   for (int g = 0; g < boundary::rows::kGroupKindCount; ++g)
     if (comms_[static_cast<size_t>(g)]) groups_.set_device_group(static_cast<GroupKind>(g), nullptr);
 }
@@ -78,6 +96,7 @@ DeviceCommunicator* BoundaryDevice::communicator(GroupKind group) const { return
 void BoundaryDevice::check() const {
   for (const auto& c : comms_)
     if (c) c->check();
+  if (pipeline_) pipeline_->check();
 }
 
 std::shared_ptr<const boundary::FusionProvider> BoundaryDevice::fusions() const {

@@ -33,9 +33,11 @@ class BoundaryDevice {
   BoundaryDevice& operator=(const BoundaryDevice&) = delete;
 
   int device() const { return device_; }
-  /// The device communicator of `group` (null for a group of one rank, and for WORLD: the pipeline
-  /// handoff moves through host memory).
+  /// The device communicator of `group` (null for a group of one rank, and for WORLD).
   DeviceCommunicator* communicator(boundary::rows::GroupKind group) const;
+  /// The pipeline handoff's: this TP rank's ranks across the stages, rank = pp rank (null with one
+  /// stage, or more than 8, where device rows go through host memory).
+  DeviceCommunicator* pipeline() const { return pipeline_.get(); }
   /// Throws the failure that aborted any group's device communicator.
   void check() const;
   /// Seam's fused all-reduce + add + RMSNorm on these groups as a fusion provider (§7), the
@@ -48,6 +50,7 @@ class BoundaryDevice {
   boundary::rows::ProcessGroups& groups_;
   int device_;
   std::array<std::shared_ptr<DeviceCommunicator>, boundary::rows::kGroupKindCount> comms_{};
+  std::shared_ptr<DeviceCommunicator> pipeline_;
 };
 
 }  // namespace seam::device

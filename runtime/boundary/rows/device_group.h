@@ -26,6 +26,9 @@ class DeviceGroup {
   virtual comm::Work all_gather(const Tensor& send, const Tensor& recv) = 0;
   /// recv := rank r's counts[r] elements, in group rank order (send holds this rank's).
   virtual comm::Work all_gatherv(const Tensor& send, const Tensor& recv, std::span<const size_t> counts) = 0;
+  /// t (contiguous) to / from group rank `peer`; a send holds the stream until the peer has it.
+  virtual comm::Work send(const Tensor& t, int peer) = 0;
+  virtual comm::Work recv(const Tensor& t, int peer) = 0;
 };
 
 }  // namespace seam::boundary::rows

@@ -22,6 +22,8 @@ struct Header {
   uint32_t dtype;
   uint16_t has_residual;
   uint16_t declared_partial;
+  uint32_t on_device;  // the rows follow on the stages' device send/recv, not the world's host p2p
+  uint32_t pad;
 };
 
 comm::Communicator& world(ProcessGroups& groups) {
@@ -57,15 +59,25 @@ void PipelineHandoff::send(const PipelineTensors& t) {
       throw ValueError("pipeline handoff: the residual and the hidden states differ in hidden size or dtype");
   }
   comm::Communicator& w = world(groups_);
+  DeviceGroup* stages = groups_.pipeline_device();
+  const bool on_device =
+      stages && t.hidden_states.device.is_cuda() && (!t.has_residual || t.residual.device.is_cuda());
   const Header h{t.hidden_states.rows, t.has_residual ? t.residual.rows : 0, t.hidden_states.cols,
-                 static_cast<uint32_t>(t.hidden_states.dtype), t.has_residual, t.declared_partial};
+                 static_cast<uint32_t>(t.hidden_states.dtype), t.has_residual, t.declared_partial, on_device, 0};
   comm::Work header = w.send(&h, sizeof h, peer, kHeaderTag);
+  const int64_t bytes = static_cast<int64_t>(sizeof h + t.hidden_states.bytes() + (t.has_residual ? t.residual.bytes() : 0));
+  if (on_device) {  // ordered on the current stream
+    stages->send(t.hidden_states, groups_.pp_rank() + 1);
+    if (t.has_residual) stages->send(t.residual, groups_.pp_rank() + 1);
+    groups_.traffic().record(GroupKind::WORLD, CollectiveKind::send, static_cast<size_t>(bytes));
+    header.wait();
+    return;
+  }
   const Tensor hidden_states = on_host(t.hidden_states, staged_hidden_);
   const Tensor residual_rows = t.has_residual ? on_host(t.residual, staged_residual_) : Tensor{};
   comm::Work hidden = w.send(hidden_states.data, hidden_states.bytes(), peer, kHiddenTag);
   comm::Work residual = t.has_residual ? w.send(residual_rows.data, residual_rows.bytes(), peer, kResidualTag) : comm::Work{};
-  groups_.traffic().record(GroupKind::WORLD, CollectiveKind::send, sizeof h + t.hidden_states.bytes() +
-                                                                       (t.has_residual ? t.residual.bytes() : 0));
+  groups_.traffic().record(GroupKind::WORLD, CollectiveKind::send, static_cast<size_t>(bytes));
   header.wait();
   hidden.wait();
   residual.wait();
@@ -78,11 +90,26 @@ PipelineTensors PipelineHandoff::receive() {
   Header h{};
   w.recv(&h, sizeof h, peer, kHeaderTag).wait();
   PipelineTensors t;
+  t.has_residual = h.has_residual != 0;
+  t.declared_partial = h.declared_partial != 0;
+  if (h.on_device) {  // ordered on the current stream
+    DeviceGroup* stages = groups_.pipeline_device();
+    if (!stages || !device_.is_cuda())
+      throw ValueError("pipeline handoff: the previous stage sent device rows, and this stage receives into host "
+                       "memory (give its PipelineHandoff the device, and attach seam::cuda on every stage)");
+    t.hidden_states = into(hidden_, h, h.rows, device_);
+    stages->recv(t.hidden_states, groups_.pp_rank() - 1);
+    if (t.has_residual) {
+      t.residual = into(residual_, h, h.residual_rows, device_);
+      stages->recv(t.residual, groups_.pp_rank() - 1);
+    }
+    groups_.traffic().record(GroupKind::WORLD, CollectiveKind::recv,
+                             sizeof h + t.hidden_states.bytes() + (t.has_residual ? t.residual.bytes() : 0));
+    return t;
+  }
   // Device tensors arrive in host staging first.
   const bool staged = device_.is_cuda();
   t.hidden_states = into(staged ? staged_hidden_ : hidden_, h, h.rows, Device::cpu());
-  t.has_residual = h.has_residual != 0;
-  t.declared_partial = h.declared_partial != 0;
   comm::Work hidden = w.recv(t.hidden_states.data, t.hidden_states.bytes(), peer, kHiddenTag);
   comm::Work residual;
   if (t.has_residual) {

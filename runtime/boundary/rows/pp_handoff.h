@@ -4,7 +4,8 @@
 // first, so the receiver sizes its buffers from what actually arrives. The two may have different
 // row counts: a residual kept on attention-TP slices travels beside hidden states on full rows. Packaging (what to send, and what the
 // receiver's from_pp rebuilds) is the residual stream's job; this only moves the bytes. Device
-// tensors travel through host memory: the sender copies them out, the receiver into its device.
+// tensors move on the stages' device send/recv where seam::cuda attached one
+// (ProcessGroups::pipeline_device), ordered on the current stream; otherwise through host memory.
 #pragma once
 
 #include "seam/tensor.h"
@@ -29,7 +30,8 @@ class PipelineHandoff {
   /// `device`: where received tensors land (host memory by default, or this rank's CUDA device).
   explicit PipelineHandoff(ProcessGroups& groups, Device device = {}) : groups_(groups), device_(device) {}
 
-  /// Sends to the next stage (same TP rank); returns once the data has left this rank's buffers.
+  /// Sends to the next stage (same TP rank); returns once the data has left this rank's buffers
+  /// (device rows: once the send is on the current stream, which later work follows).
   /// ValueError on the last stage or when the residual's hidden size or dtype differ from the
   /// hidden states'.
   void send(const PipelineTensors& tensors);

@@ -38,6 +38,10 @@ class ProcessGroups {
   void set_device_group(GroupKind group, std::shared_ptr<DeviceGroup> device) {
     device_groups_[static_cast<size_t>(group)] = std::move(device);
   }
+  /// Device send/recv between the pipeline stages (group rank = pp rank, one group per TP rank):
+  /// null until seam::cuda attached it, and with one stage. The handoff moves device rows on it.
+  DeviceGroup* pipeline_device() const { return pipeline_device_.get(); }
+  void set_pipeline_device(std::shared_ptr<DeviceGroup> device) { pipeline_device_ = std::move(device); }
   /// The communicator of `group`, shared (null when the group has one rank).
   const std::shared_ptr<comm::Communicator>& shared_comm(GroupKind group) const {
     return comms_[static_cast<size_t>(group)];
@@ -65,6 +69,7 @@ class ProcessGroups {
   std::shared_ptr<comm::Communicator> world_;
   std::array<std::shared_ptr<comm::Communicator>, kGroupKindCount> comms_{};
   std::array<std::shared_ptr<DeviceGroup>, kGroupKindCount> device_groups_{};
+  std::shared_ptr<DeviceGroup> pipeline_device_;
   std::array<int, kGroupKindCount> sizes_{};
   std::array<int, kGroupKindCount> ranks_{};
   Traffic traffic_;
