@@ -143,13 +143,13 @@ SEAM_API seam_status_t seam_broadcast(seam_comm_t comm, void* buffer, size_t cou
 SEAM_API seam_status_t seam_barrier(seam_comm_t comm, seam_work_t* work);
 
 /* ---- collectives on CUDA device memory ------------------------------------------------------
- * Ranks on one host. stream is a cudaStream_t passed as void*; each call is enqueued on it and
+ * stream is a cudaStream_t passed as void*; each call is enqueued on it and
  * returns at once, and its work completes when the stream reaches it. work may be NULL: the call
  * is then ordered on the stream alone (no host wait; a failure shows on the next call). Without
  * CUDA in the build every call here returns SEAM_ERR_NOT_SUPPORTED. */
 
 /** Sets up comm's device side on CUDA device `device` (-1: the current one); collective, once,
- *  before the calls below. SEAM_ERR_NOT_SUPPORTED if comm's ranks span hosts. */
+ *  before the calls below. Ranks on several hosts stage through host memory (docs/device.md). */
 SEAM_API seam_status_t seam_comm_device_init(seam_comm_t comm, int device);
 /** seam_all_reduce on device memory. */
 SEAM_API seam_status_t seam_all_reduce_device(seam_comm_t comm, const void* send, void* recv,
@@ -177,6 +177,15 @@ SEAM_API seam_status_t seam_all_gatherv_device(seam_comm_t comm, const void* sen
 SEAM_API seam_status_t seam_broadcast_device(seam_comm_t comm, void* buffer, size_t count,
                                              seam_dtype_t dtype, int root, void* stream,
                                              seam_work_t* work);
+/** count elements of buffer to rank peer, paired with peer's seam_recv_device of the same count
+ *  and dtype in issue order; the send holds its stream until the peer has the data. */
+SEAM_API seam_status_t seam_send_device(seam_comm_t comm, const void* buffer, size_t count,
+                                        seam_dtype_t dtype, int peer, void* stream,
+                                        seam_work_t* work);
+/** count elements from rank peer into buffer. */
+SEAM_API seam_status_t seam_recv_device(seam_comm_t comm, void* buffer, size_t count,
+                                        seam_dtype_t dtype, int peer, void* stream,
+                                        seam_work_t* work);
 
 #ifdef __cplusplus
 }

@@ -125,4 +125,20 @@ seam_status_t seam_broadcast_device(seam_comm_t comm, void* buffer, size_t count
   });
 }
 
+seam_status_t seam_send_device(seam_comm_t comm, const void* buffer, size_t count, seam_dtype_t dtype, int peer,
+                               void* stream, seam_work_t* work) {
+  constexpr const char* fn = "seam_send_device";
+  return device_call(fn, comm, stream, work, [&](auto& d, auto s) {
+    return d.send(buffer, count, to_dtype(dtype, fn), peer, s);
+  });
+}
+
+seam_status_t seam_recv_device(seam_comm_t comm, void* buffer, size_t count, seam_dtype_t dtype, int peer,
+                               void* stream, seam_work_t* work) {
+  constexpr const char* fn = "seam_recv_device";
+  return device_call(fn, comm, stream, work, [&](auto& d, auto s) {
+    return d.recv(buffer, count, to_dtype(dtype, fn), peer, s);
+  });
+}
+
 }  // extern "C"

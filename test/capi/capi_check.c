@@ -244,6 +244,10 @@ static void bad_arguments(seam_comm_t comm) {
   } else {
     expect_failure(seam_all_reduce_device(comm, a, b, 4, SEAM_DTYPE_F32, SEAM_OP_SUM, NULL, NULL), SEAM_ERR_USAGE,
                    "seam_all_reduce_device", "seam_comm_device_init");
+    expect_failure(seam_send_device(comm, a, 4, SEAM_DTYPE_F32, 0, NULL, NULL), SEAM_ERR_USAGE, "seam_send_device",
+                   "seam_comm_device_init");
+    expect_failure(seam_recv_device(comm, b, 4, SEAM_DTYPE_F32, 0, NULL, NULL), SEAM_ERR_USAGE, "seam_recv_device",
+                   "seam_comm_device_init");
   }
   CHECK(seam_comm_rank(NULL) == -1 && seam_comm_size(NULL) == -1, "getters on NULL");
   CHECK(seam_dtype_size(SEAM_DTYPE_BF16) == 2 && seam_dtype_size((seam_dtype_t)42) == 0, "seam_dtype_size");
