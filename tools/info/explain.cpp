@@ -72,15 +72,25 @@ void explain(const char* collective, const char* bytes_text, const char* ranks_t
            std::to_string((b + k - 1) / k) + " bytes through pinned host memory (copies, network and copies back "
            "overlapping; SEAM_CUDA_STAGED_CHUNK_KB caps a chunk)";
   };
-  const bool two_levels = ranks >= 4 && ranks % 2 == 0 && c == Collective::all_reduce;
+  const bool device_call = c != Collective::scatterv && c != Collective::barrier;
+  const bool two_levels = ranks >= 4 && ranks % 2 == 0 && device_call;
   if (two_levels) {
     const size_t share = bytes / static_cast<size_t>(ranks / 2);
-    row("device, 2 hosts of " + std::to_string(ranks / 2) + " ranks, peer memory on each",
-        "two levels: reduce-scatter over peer memory on each host, each rank's " + std::to_string(share) +
-            "-byte share all-reduced with the other host's, " + staged(share) + ", all-gather over peer memory");
+    const std::string across = "each rank's " + std::to_string(share) + "-byte share with the other host's rank at its place, " + staged(share);
+    std::string how;
+    if (c == Collective::all_reduce)
+      how = "reduce-scatter over peer memory on each host; " + across + ", all-reduced; all-gather over peer memory";
+    else if (c == Collective::reduce_scatter || c == Collective::reduce_scatterv)
+      how = "each place's blocks summed over peer memory on each host; " + across + ", reduce-scattered";
+    else if (c == Collective::all_gather || c == Collective::all_gatherv)
+      how = across + ", gathered; then gathered over peer memory on each host";
+    else
+      how = "the root's host broadcasts over peer memory; " + across + "; the other host gathers the shares";
+    row("device, 2 hosts of " + std::to_string(ranks / 2) + " ranks, peer memory on each", "two levels: " + how);
   }
-  row(two_levels ? "device, no peer access or uneven hosts" : "device, across hosts or no peer access",
-      staged(bytes) + ", each chunk by the host path above");
+  if (device_call)
+    row(two_levels ? "device, no peer access or uneven hosts" : "device, across hosts or no peer access",
+        staged(bytes) + ", each chunk by the host path above");
 #else
   row("device", "not built (no nvcc at build time)");
 #endif
