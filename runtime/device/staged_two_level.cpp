@@ -116,9 +116,8 @@ void two_level_all_gather(DeviceCommunicatorImpl& d, const void* send, void* rec
   const size_t mine_at = g.grouped_at[static_cast<size_t>(d.ranks_by_host[me])];  // host 0's block of my place
   if (g.group[me])
     flat_all_gather(*d.cross_pipeline, static_cast<size_t>(d.host_index), send, scratch.get() + mine_at * e,
-                        g.across, dtype, stream);
-  local.all_gather_blocks(DeviceCall::all_gatherv, scratch.get() + mine_at * e, scratch.get(), g.group,
-                                       dtype, stream);
+                    g.across, dtype, stream);
+  local.all_gather_blocks(DeviceCall::all_gatherv, scratch.get() + mine_at * e, scratch.get(), g.group, dtype, stream);
   regroup(d, DeviceCall::all_gatherv, g, counts, scratch.get(), recv, false, e, stream);
 }
 
