@@ -25,7 +25,7 @@ if ! pkg-config --exists ucx 2>/dev/null && ls .device-debs/*.deb >/dev/null 2>&
   export UCX_MODULE_DIR=$deps/usr/lib/x86_64-linux-gnu/ucx
 fi
 
-gpu_targets=(seam_cuda device_collectives_check device_fault_rank seam_local_launcher test_cuda_norm_kernels
+gpu_targets=(seam_cuda device_collectives_check device_p2p_check device_fault_rank seam_local_launcher test_cuda_norm_kernels
   all_reduce_perf reduce_scatter_perf reduce_scatterv_perf all_gather_perf all_gatherv_perf broadcast_perf
   seam_info norm_perf_cuda seam_decoder_sim)
 if has build; then
