@@ -31,6 +31,7 @@ struct Buffer {
 /// Bytes rank `from` sends in round `seed`: gen() for float types, a byte pattern otherwise.
 std::vector<unsigned char> payload(DType t, size_t count, int from, uint32_t seed) {
   auto h = host_bytes(t, count);
+  h.resize(count * dtype_size(t));  // host_bytes pads
   if (t == DType::f32 || t == DType::bf16 || t == DType::f16) {
     for (size_t i = 0; i < count; ++i) store(t, h.data(), i, gen(from, i, seed));
   } else {
