@@ -25,6 +25,9 @@ if ! pkg-config --exists ucx 2>/dev/null && ls .device-debs/*.deb >/dev/null 2>&
   export UCX_MODULE_DIR=$deps/usr/lib/x86_64-linux-gnu/ucx
 fi
 
+# ip, where the machine lacks iproute2 (the netns tests): scripts/carry-iproute.sh brings it.
+if ! command -v ip >/dev/null && [ -x .device-debs/iproute/ip ]; then export PATH=$PWD/.device-debs/iproute:$PATH; fi
+
 gpu_targets=(seam_cuda device_collectives_check device_p2p_check device_fault_rank seam_local_launcher test_cuda_norm_kernels
   all_reduce_perf reduce_scatter_perf reduce_scatterv_perf all_gather_perf all_gatherv_perf broadcast_perf
   seam_info norm_perf_cuda seam_decoder_sim)
