@@ -176,6 +176,13 @@ void StagedPipeline::run() {
       // Idle, it still looks at the abort word: the other ranks hear of an abort at once.
       while (!stop_ && jobs_.empty()) {
         cv_.wait_for(lock, kLook);
+        if (!state_->aborted() && jobs_.empty()) {
+          // An idle engine reads its peers' abort notices only when driven; this thread is its
+          // only driver.
+          lock.unlock();
+          dup_->impl().engine->poll();
+          lock.lock();
+        }
         if (state_->aborted() && !duplicate_aborted_) {
           lock.unlock();
           abort_duplicate();
