@@ -31,6 +31,8 @@ if ! command -v ip >/dev/null && [ -x .device-debs/iproute/ip ]; then export PAT
 gpu_targets=(seam_cuda device_collectives_check device_p2p_check device_fault_rank seam_local_launcher test_cuda_norm_kernels
   all_reduce_perf reduce_scatter_perf reduce_scatterv_perf all_gather_perf all_gatherv_perf broadcast_perf
   seam_info norm_perf_cuda seam_decoder_sim)
+# GPU_CHECK_TARGETS: build only these (a quick re-check of a few tests).
+[ -n "${GPU_CHECK_TARGETS:-}" ] && read -r -a gpu_targets <<<"$GPU_CHECK_TARGETS"
 if has build; then
   if cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 ${SEAM_CMAKE_ARGS:-} \
        >"$logs/configure.log" 2>&1 &&
