@@ -1,12 +1,14 @@
-# `cmake --install`: the public headers (include/seam: the C++ API of the communicator and, where
-# built, the device communicator; the C API seam.h; version.h), the shared libraries, a CMake
-# package (find_package(Seam) -> seam::seam, seam::c, and seam::cuda where built) and a
-# pkg-config file (seam.pc, the C API).
+# `cmake --install`: the public headers (include/seam: the C++ API of the communicator, the
+# layer-boundary planner (boundary.h and the headers it includes) and, where built, the device
+# communicator; the C API seam.h; version.h), the shared libraries, a CMake package
+# (find_package(Seam) -> seam::seam, seam::c, and seam::cuda where built) and a pkg-config file
+# (seam.pc, the C API).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 configure_file(${PROJECT_SOURCE_DIR}/include/seam/version.h.in ${PROJECT_BINARY_DIR}/include/seam/version.h @ONLY)
-set(seam_public_headers seam.h communicator.h work.h tensor.h dtype.h errors.h norm.h shared_host_memory.h)
+set(seam_public_headers seam.h communicator.h work.h tensor.h dtype.h errors.h norm.h shared_host_memory.h
+    boundary.h stage_declaration.h reduction_policy.h batch_facts.h parallel.h layer_output.h)
 if(SEAM_CUDA)
   list(APPEND seam_public_headers device_communicator.h)
 endif()

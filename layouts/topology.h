@@ -10,41 +10,12 @@
 
 #include "layouts/batch_facts.h"
 #include "layouts/layout.h"
+#include "seam/parallel.h"
 
 namespace seam {
 
-struct Topology {
-  // Group sizes. tp = attn_dp * attn_cp * attn_tp = moe_dp * moe_ep * moe_tp.
-  int tp = 1;
-  int attn_tp = 1;
-  int attn_dp = 1;
-  int attn_cp = 1;
-  int moe_ep = 1;
-  int moe_tp = 1;
-  int moe_dp = 1;
-  int moe_dense_tp = 0;  ///< configured dense-FFN TP size: 1 (fully DP) or tp; 0 = tp
-  int pp = 1;
-  int dwdp = 1;          ///< dispatch-with-DP size; > 1 routes MoE tokens on local rows
-
-  // Feature switches the rules read.
-  bool enable_prefill_cp = false;           ///< CP extend batches shard tokens over attention CP
-  bool cp_over_attn_cp = false;             ///< DSA/MLA CP: equal shards over attention CP, CP RS exists
-  bool moe_cp_all_gather = false;           ///< GQA CP: the MoE gathers over the MoE-CP group
-  bool attn_tp_input_scattered = false;     ///< --enable-attn-tp-input-scattered
-  bool disable_attn_tp_gather = false;
-  bool ag_after_qlora = false;              ///< attention gathers its sliced input itself (SGLANG_USE_AG_AFTER_QLORA)
-  bool dp_gatherv = false;                  ///< SUM_LEN DP gathers as one all_gatherv where attn_tp 1, tp = attn_dp (SGLANG_DP_USE_GATHERV)
-  bool sequence_parallel = false;           ///< LayerNorm-SP configured for this model
-  bool moe_a2a_backend = false;             ///< an all-to-all MoE backend (DeepEP, pplx, ...)
-  bool fp4_all_gather = false;              ///< flashinfer-cutlass FP4 all-gather MoE path
-  bool quantized_comm = false;              ///< quantized MoE communication
-  bool lora = false;
-  bool shared_expert_tp1 = false;           ///< SGLANG_SHARED_EXPERT_TP1
-  bool moe_output_complete = false;         ///< the MoE returns complete outputs (a2a combine, megamoe...)
-  bool eagle_speculative = false;
-  bool two_batch_overlap = false;
-  int elastic_ep_active_dp = 0;             ///< elastic-EP world gather: active DP ranks (0 = off)
-
+/// The parallel configuration with the arithmetic the rules derive from it.
+struct Topology : ParallelConfig {
   /// Topology with tp = attn_dp * attn_cp * attn_tp and pure MoE-TP; call validate() after edits.
   static Topology make(int tp, int attn_dp = 1, int attn_cp = 1);
   /// Throws ValueError when the sizes are inconsistent.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/boundary/stage.h"
+#include "seam/stage_declaration.h"
 
 namespace seam::boundary {
 
@@ -19,18 +20,7 @@ struct StageSpec {
   StageOptions options = {};
 };
 
-/// The sequence's outside: the producer before the first stage (nullopt: the stack starts here),
-/// the consumer after the last, whether the last stage ends the model's stack, and — instead of
-/// `previous` — the stage whose already-read input a branch reuses.
-/// `hands_off_to_pipeline`: a pipeline cut follows the last stage (the partition ends before the
-/// stack does); the receiving rank passes `previous` through StageDeclaration::before_pipeline_cut().
-struct StageNeighbours {
-  std::optional<StageDeclaration> previous = std::nullopt;
-  std::optional<StageDeclaration> following = std::nullopt;
-  bool terminal = false;
-  std::optional<StageDeclaration> prepared_from = std::nullopt;
-  bool hands_off_to_pipeline = false;
-};
+// StageNeighbours (the sequence's outside) lives in seam/stage_declaration.h.
 
 /// Builds one StageBoundary per spec, in order.
 std::vector<StageBoundary> make_stages(const PlanContext& ctx, std::vector<StageSpec> stages,

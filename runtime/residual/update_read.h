@@ -9,17 +9,11 @@
 
 #include <string>
 
+#include "seam/layer_output.h"
 #include "seam/tensor.h"
 #include "runtime/residual/norm.h"
 
 namespace seam::residual {
-
-/// A consumer read's compute input: activations, or FP8 values with one FP32 scale per token.
-struct StageInput {
-  Tensor values;
-  const float* scales = nullptr;  ///< set for a quantised read
-  bool quantized() const { return scales != nullptr; }
-};
 
 /// What a read returns: the compute input and the residual the stream keeps.
 struct ReadResult {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Seam as an engine gets it: `cmake --install` into a temporary prefix, then the C and C++ examples
-# (examples/c_allreduce, examples/cpp_allreduce) configured, built and run from their own
-# directories with only CMAKE_PREFIX_PATH pointing at the prefix, and the C program built through
-# pkg-config.
+# (examples/c_allreduce, examples/cpp_allreduce, examples/cpp_decoder) configured, built and run
+# from their own directories with only CMAKE_PREFIX_PATH pointing at the prefix, and the C program
+# built through pkg-config. cpp_decoder runs without mpiexec: it starts its own ranks over the TCP
+# store, as an engine does, and runs the layer-boundary planner (seam/boundary.h).
 #   package_test.sh BUILD_DIR SOURCE_DIR MPIEXEC
 set -euo pipefail
 build=$1 source=$2 mpiexec=$3
@@ -10,7 +11,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
 # Exactly the public headers are installed (device_communicator.h where Seam was built with CUDA).
-public="communicator.h detail/f16_soft.h dtype.h errors.h norm.h seam.h shared_host_memory.h tensor.h version.h work.h"
+public="batch_facts.h boundary.h communicator.h detail/f16_soft.h dtype.h errors.h layer_output.h norm.h parallel.h reduction_policy.h seam.h shared_host_memory.h stage_declaration.h tensor.h version.h work.h"
 ls "$work"/prefix/lib*/libseam_cuda.so* >/dev/null 2>&1 && public="$public device_communicator.h"
 installed=$(cd "$work/prefix/include/seam" && find . -type f | sed 's|^\./||' | sort | paste -sd' ')
 if [ "$installed" != "$(tr ' ' '\n' <<<"$public" | sort | paste -sd' ')" ]; then
@@ -34,4 +35,8 @@ PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" cc -std=c99 -o "$work/c_allreduce_p
 cmake -S "$source/examples/cpp_allreduce" -B "$work/cpp" -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/cpp-configure.log"
 cmake --build "$work/cpp" >"$work/cpp-build.log"
 "$mpiexec" --allow-run-as-root --oversubscribe --bind-to none -n 3 "$work/cpp/cpp_allreduce"
+# The planner facade: a two-layer decoder at tp = 2 against its own tp = 1 run, ranks started by itself.
+cmake -S "$source/examples/cpp_decoder" -B "$work/decoder" -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/decoder-configure.log"
+cmake --build "$work/decoder" >"$work/decoder-build.log"
+"$work/decoder/cpp_decoder"
 echo "package test passed"

@@ -1,0 +1,248 @@
+// A two-layer decoder (attention + FFN per layer) on the installed layer-boundary planner, with
+// tensor parallelism 2. Run it plainly: with no SEAM_RANK set it starts its own 2 ranks (fork + exec)
+// over Seam's TCP store, as an engine launching its ranks would. Each rank runs the stack with tp = 2
+// (attention and FFN split by columns, partial sums completed by the boundaries) and again in-process
+// with tp = 1, and checks that the final-norm outputs agree. Exit 0 only when both ranks agree.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <seam/boundary.h>
+#include <seam/communicator.h>
+#include <seam/errors.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sb = seam::boundary;
+
+namespace {
+
+constexpr int kRanks = 2;                       // tensor parallelism of the run under test
+constexpr int64_t kHidden = 64, kFfn = 96, kTokens = 5;
+constexpr int kLayers = 2;
+constexpr float kEps = 1e-6f;
+// FP32 sums in another order (split columns, then the boundary's all-reduce): relative error only.
+constexpr double kTolerance = 1e-5;
+
+using Rows = std::vector<float>;
+
+Rows random_rows(unsigned seed, int64_t n, float scale) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.f, scale);
+  Rows v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+seam::Tensor view(Rows& v, int64_t rows, int64_t cols) {
+  return seam::Tensor::contiguous(v.data(), seam::DType::f32, rows, cols);
+}
+float at(const seam::Tensor& t, int64_t r, int64_t c) { return static_cast<const float*>(t.data)[r * t.row_stride + c]; }
+
+// The model's weights, the same on every rank; each rank computes its share of the columns.
+struct Model {
+  std::vector<Rows> attn, up, down, norms;
+  Model() {
+    for (int l = 0; l < kLayers; ++l) {
+      attn.push_back(random_rows(100 + l, kHidden * kHidden, 0.1f));
+      up.push_back(random_rows(200 + l, kHidden * kFfn, 0.1f));
+      down.push_back(random_rows(300 + l, kFfn * kHidden, 0.1f));
+    }
+    for (int s = 0; s <= 2 * kLayers; ++s) {
+      norms.push_back(random_rows(400 + s, kHidden, 0.1f));
+      for (float& w : norms.back()) w += 1.f;
+    }
+  }
+
+  // Rank r of k: a row-parallel output projection, y = x[:, cols_r] W[cols_r, :] (a partial sum).
+  void attention(int l, const seam::Tensor& x, Rows& y, int r, int k) const {
+    const Rows& w = attn[static_cast<size_t>(l)];
+    const int64_t begin = kHidden * r / k, end = kHidden * (r + 1) / k;
+    for (int64_t t = 0; t < x.rows; ++t)
+      for (int64_t j = 0; j < kHidden; ++j) {
+        float sum = 0.f;
+        for (int64_t c = begin; c < end; ++c) sum += at(x, t, c) * w[static_cast<size_t>(c * kHidden + j)];
+        y[static_cast<size_t>(t * kHidden + j)] = sum;
+      }
+  }
+  // Rank r of k: y = silu(x W1[:, f_r]) W2[f_r, :] (a partial sum over the FFN columns f_r).
+  void ffn(int l, const seam::Tensor& x, Rows& y, int r, int k) const {
+    const Rows &w1 = up[static_cast<size_t>(l)], &w2 = down[static_cast<size_t>(l)];
+    const int64_t begin = kFfn * r / k, end = kFfn * (r + 1) / k;
+    Rows mid(static_cast<size_t>(kFfn));
+    for (int64_t t = 0; t < x.rows; ++t) {
+      for (int64_t f = begin; f < end; ++f) {
+        float sum = 0.f;
+        for (int64_t c = 0; c < kHidden; ++c) sum += at(x, t, c) * w1[static_cast<size_t>(c * kFfn + f)];
+        mid[static_cast<size_t>(f)] = sum / (1.f + std::exp(-sum));
+      }
+      for (int64_t j = 0; j < kHidden; ++j) {
+        float sum = 0.f;
+        for (int64_t f = begin; f < end; ++f) sum += mid[static_cast<size_t>(f)] * w2[static_cast<size_t>(f * kHidden + j)];
+        y[static_cast<size_t>(t * kHidden + j)] = sum;
+      }
+    }
+  }
+};
+
+// One forward of the stack on `groups`; returns the final-norm output of every token (row t).
+Rows forward(const Model& model, sb::Groups& groups) {
+  std::vector<Rows> weights = model.norms;  // the norms keep views of their weights
+  std::vector<sb::Norm> norms;
+  for (Rows& w : weights) norms.emplace_back(view(w, 1, kHidden), kEps);
+  // Construction, once per layer: the guide's Qwen3 fragment.
+  std::vector<sb::Stage> stages;
+  for (int l = 0; l < kLayers; ++l) {
+    const sb::StageNeighbours around{.previous = l ? std::optional(sb::declare_ffn()) : std::nullopt,
+                                     .terminal = l == kLayers - 1};
+    for (sb::Stage& s : sb::make_stages(groups, {{sb::declare_attn(), &norms[2 * l]}, {sb::declare_ffn(), &norms[2 * l + 1]}},
+                                        around))
+      stages.push_back(std::move(s));
+  }
+
+  const int64_t tokens[] = {kTokens};
+  sb::Forward fwd(groups, groups.batch(tokens));
+  const int k = groups.size(sb::Group::TP), r = groups.rank_in(sb::Group::TP);
+  // The embedding is padded to the batch's rows (a multiple of the attention-TP size); the stack
+  // updates it in place as the residual.
+  Rows embedding = random_rows(7, fwd.local_rows() * kHidden, 1.f);
+  for (int64_t i = kTokens * kHidden; i < fwd.local_rows() * kHidden; ++i) embedding[static_cast<size_t>(i)] = 0.f;
+  std::vector<Rows> outputs(2 * kLayers);  // each lives until the next boundary has read it
+
+  seam::residual::start(fwd);
+  sb::LayerOutput h(view(embedding, fwd.local_rows(), kHidden));
+  for (int l = 0; l < kLayers; ++l) {
+    sb::Stage &attn = stages[2 * l], &mlp = stages[2 * l + 1];
+    Rows &attn_out = outputs[2 * l], &mlp_out = outputs[2 * l + 1];
+    seam::Tensor x = attn.prepare(h, fwd).values;
+    attn_out.assign(static_cast<size_t>(x.rows * kHidden), 0.f);
+    model.attention(l, x, attn_out, r, k);
+    h = attn.finish(view(attn_out, x.rows, kHidden), fwd);  // PARTIAL: the FFN's input completes the sum
+
+    x = mlp.prepare(h, fwd).values;
+    mlp_out.assign(static_cast<size_t>(x.rows * kHidden), 0.f);
+    sb::StageExit exit = mlp.exit(fwd);
+    model.ffn(l, x, mlp_out, r, k);
+    // Compute completes its own sum unless the exit leaves it to the boundary.
+    if (k > 1 && !exit.flags().compute_skips_sum())
+      groups.all_reduce(sb::Group::TP, view(mlp_out, x.rows, kHidden)).wait();
+    h = exit.finish(view(mlp_out, x.rows, kHidden));
+  }
+  const seam::Tensor y = seam::residual::norm(h, fwd, norms.back());
+
+  // The final rows are this replica's rows, or this rank's attention-TP slice of them when the last
+  // FFN reduce-scattered its output: place them at their tokens.
+  Rows out(static_cast<size_t>(kTokens * kHidden), NAN);
+  const int64_t first = y.rows == fwd.local_rows() ? 0 : groups.rank_in(sb::Group::ATTN_TP) * y.rows;
+  for (int64_t t = 0; t < y.rows; ++t)
+    if (first + t < kTokens)
+      for (int64_t c = 0; c < kHidden; ++c) out[static_cast<size_t>((first + t) * kHidden + c)] = at(y, t, c);
+  return out;
+}
+
+// A free port on the loopback, as seam_local_launcher picks one: bind port 0, read what was given.
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) close(fd);
+    std::random_device rd;
+    return 20000 + static_cast<int>(rd() % 12000);
+  }
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// The engine's launcher: starts kRanks copies of this program with the store environment and
+// waits for them (killing both if they outlive a deadline).
+int launch(char** argv) {
+  std::random_device rd;
+  char token[33];  // 128 random bits: the store refuses short or guessable tokens
+  std::snprintf(token, sizeof(token), "%08x%08x%08x%08x", rd(), rd(), rd(), rd());
+  const std::string addr = "127.0.0.1:" + std::to_string(free_port());
+  std::vector<pid_t> pids;
+  for (int r = 0; r < kRanks; ++r) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      setenv("SEAM_STORE_ADDR", addr.c_str(), 1);
+      setenv("SEAM_RANK", std::to_string(r).c_str(), 1);
+      setenv("SEAM_WORLD_SIZE", std::to_string(kRanks).c_str(), 1);
+      setenv("SEAM_JOB_TOKEN", token, 1);
+      setenv("SEAM_TIMEOUT_MS", "30000", 0);  // a lost peer fails the run instead of hanging it
+      unsetenv("PMIX_NAMESPACE");             // not started by mpirun, whatever the parent was
+      execv("/proc/self/exe", argv);
+      std::perror("cpp_decoder: exec");
+      _exit(127);
+    }
+    if (pid < 0) {
+      std::perror("cpp_decoder: fork");
+      for (pid_t p : pids) kill(p, SIGKILL);
+      return 1;
+    }
+    pids.push_back(pid);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int failed = 0;
+  for (size_t left = pids.size(); left > 0;) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+      --left;
+    } else if (std::chrono::steady_clock::now() > deadline) {
+      std::fprintf(stderr, "cpp_decoder: the ranks did not finish in time\n");
+      for (pid_t p : pids) kill(p, SIGKILL);
+      while (waitpid(-1, nullptr, 0) > 0) {
+      }
+      return 1;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  std::printf("cpp_decoder: %d ranks, %s\n", kRanks, failed ? "FAILED" : "both match the single-rank run");
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int, char** argv) {
+  if (!std::getenv("SEAM_RANK")) return launch(argv);
+  try {
+    auto world = seam::comm::Communicator::create_world();
+    const Model model;
+    sb::Groups tp(world, sb::ParallelConfig::make(kRanks));
+    sb::Groups one;  // tp = 1 in this process: nothing communicates
+    const Rows got = forward(model, tp), want = forward(model, one);
+    // Relative to the value, or to 1 for the small ones (normalised rows are of order 1).
+    double error = 0;
+    int64_t held = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (std::isnan(got[i])) continue;  // a token on another rank's slice
+      ++held;
+      error = std::fmax(error, std::fabs(got[i] - want[i]) / std::fmax(1.0, std::fabs(want[i])));
+    }
+    const bool ok = held > 0 && error <= kTolerance;
+    std::printf("rank %d: %d-layer decoder, tp %d vs tp 1: %lld tokens, max relative error %.2g %s\n",
+                world->rank(), kLayers, kRanks, static_cast<long long>(held / kHidden), error, ok ? "ok" : "WRONG");
+    return ok ? 0 : 1;
+  } catch (const seam::Error& e) {
+    std::fprintf(stderr, "cpp_decoder: %s\n", e.what());
+    return 1;
+  }
+}

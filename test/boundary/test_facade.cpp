@@ -1,0 +1,250 @@
+// The public planner facade (seam/boundary.h) on one rank: a two-layer attention + FFN stack run
+// through make_stages / prepare / finish / exit / residual::norm gives the rows the same stack gives
+// through the internal StageRunner (as tools/sim/driver.cpp drives it), bit for bit, and a
+// hand-computed reference; what v1 does not run is refused with NotSupportedError.
+#include <cmath>
+#include <cstdint>
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "runtime/boundary/factories.h"
+#include "runtime/boundary/rows/host_fusion.h"
+#include "runtime/boundary/runner.h"
+#include "runtime/residual/add_norm.h"
+#include "runtime/residual/batch.h"
+#include "seam/boundary.h"
+#include "seam/errors.h"
+
+using namespace seam;
+namespace sb = seam::boundary;
+
+namespace {
+
+constexpr int64_t kTokens = 3, kHidden = 16, kFfn = 24, kLayers = 2;
+constexpr float kEps = 1e-6f;
+using Rows = std::vector<float>;
+
+// Deterministic weights and inputs, away from zero so every value matters.
+Rows values(int seed, int64_t n, float scale) {
+  Rows v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = scale * std::sin(0.37f * static_cast<float>(i) + static_cast<float>(seed));
+  return v;
+}
+
+Tensor view(Rows& v, int64_t rows, int64_t cols) { return Tensor::contiguous(v.data(), DType::f32, rows, cols); }
+
+// The model: per layer an attention (x Wa) and an FFN (silu(x W1) W2); a norm weight per stage and
+// one final norm.
+struct Model {
+  std::vector<Rows> wa, w1, w2, norm_weights;
+  Rows embedding = values(7, kTokens * kHidden, 1.0f);
+  Model() {
+    for (int l = 0; l < kLayers; ++l) {
+      wa.push_back(values(10 + l, kHidden * kHidden, 0.2f));
+      w1.push_back(values(20 + l, kHidden * kFfn, 0.2f));
+      w2.push_back(values(30 + l, kFfn * kHidden, 0.2f));
+    }
+    for (int s = 0; s <= 2 * kLayers; ++s) {
+      norm_weights.push_back(values(40 + s, kHidden, 0.3f));
+      for (float& w : norm_weights.back()) w += 1.0f;
+    }
+  }
+  Tensor norm_weight(int s) { return view(norm_weights[static_cast<size_t>(s)], 1, kHidden); }
+
+  void attention(int l, const Tensor& x, Rows& out) const {
+    const Rows& w = wa[static_cast<size_t>(l)];
+    const auto* in = static_cast<const float*>(x.data);
+    for (int64_t t = 0; t < kTokens; ++t)
+      for (int64_t j = 0; j < kHidden; ++j) {
+        float sum = 0.f;
+        for (int64_t k = 0; k < kHidden; ++k) sum += in[t * x.row_stride + k] * w[static_cast<size_t>(k * kHidden + j)];
+        out[static_cast<size_t>(t * kHidden + j)] = sum;
+      }
+  }
+  void ffn(int l, const Tensor& x, Rows& out) const {
+    const Rows &a = w1[static_cast<size_t>(l)], &b = w2[static_cast<size_t>(l)];
+    const auto* in = static_cast<const float*>(x.data);
+    for (int64_t t = 0; t < kTokens; ++t) {
+      Rows mid(static_cast<size_t>(kFfn));
+      for (int64_t f = 0; f < kFfn; ++f) {
+        float sum = 0.f;
+        for (int64_t k = 0; k < kHidden; ++k) sum += in[t * x.row_stride + k] * a[static_cast<size_t>(k * kFfn + f)];
+        mid[static_cast<size_t>(f)] = sum / (1.f + std::exp(-sum));
+      }
+      for (int64_t j = 0; j < kHidden; ++j) {
+        float sum = 0.f;
+        for (int64_t f = 0; f < kFfn; ++f) sum += mid[static_cast<size_t>(f)] * b[static_cast<size_t>(f * kHidden + j)];
+        out[static_cast<size_t>(t * kHidden + j)] = sum;
+      }
+    }
+  }
+};
+
+Rows copy_rows(const Tensor& y) {
+  REQUIRE(y.rows == kTokens);
+  REQUIRE(y.cols == kHidden);
+  Rows out(static_cast<size_t>(kTokens * kHidden));
+  for (int64_t t = 0; t < kTokens; ++t)
+    for (int64_t c = 0; c < kHidden; ++c)
+      out[static_cast<size_t>(t * kHidden + c)] = static_cast<const float*>(y.data)[t * y.row_stride + c];
+  return out;
+}
+
+// The facade, as an engine writes it (the guide's Qwen3 fragment).
+Rows run_facade(Model& m) {
+  sb::Groups groups;
+  std::vector<sb::Norm> norms;
+  for (int s = 0; s <= 2 * kLayers; ++s) norms.emplace_back(m.norm_weight(s), kEps);
+  std::vector<sb::Stage> stages;
+  for (int l = 0; l < kLayers; ++l) {
+    sb::StageNeighbours around{.previous = l ? std::optional(sb::declare_ffn()) : std::nullopt,
+                               .terminal = l == kLayers - 1};
+    for (sb::Stage& s : sb::make_stages(groups, {{sb::declare_attn(), &norms[static_cast<size_t>(2 * l)]},
+                                                 {sb::declare_ffn(), &norms[static_cast<size_t>(2 * l + 1)]}},
+                                        around))
+      stages.push_back(std::move(s));
+  }
+  CHECK(stages[0].finishes_directly());
+  CHECK_FALSE(stages[1].finishes_directly());
+  CHECK(stages[1].kind() == sb::StageKind::FFN);
+  CHECK(stages.back().declaration().terminal);
+  CHECK_FALSE(stages[1].describe().empty());
+
+  const int64_t tokens[] = {kTokens};
+  sb::Forward forward(groups, groups.batch(tokens));
+  CHECK(forward.local_rows() == kTokens);
+  std::vector<Rows> outputs(2 * kLayers, Rows(static_cast<size_t>(kTokens * kHidden)));
+  Rows embedding = m.embedding;  // the stream's residual: the stack writes it in place
+  residual::start(forward);
+  sb::LayerOutput h(view(embedding, kTokens, kHidden));
+  for (int l = 0; l < kLayers; ++l) {
+    Rows& attn_out = outputs[static_cast<size_t>(2 * l)];
+    Rows& ffn_out = outputs[static_cast<size_t>(2 * l + 1)];
+    Tensor x = stages[static_cast<size_t>(2 * l)].prepare(h, forward).values;
+    m.attention(l, x, attn_out);
+    h = stages[static_cast<size_t>(2 * l)].finish(view(attn_out, kTokens, kHidden), forward);
+    x = stages[static_cast<size_t>(2 * l + 1)].prepare(h, forward).values;
+    sb::StageExit exit = stages[static_cast<size_t>(2 * l + 1)].exit(forward);
+    CHECK(forward.exit_flags() == exit.flags());
+    m.ffn(l, x, ffn_out);
+    h = exit.finish(view(ffn_out, kTokens, kHidden));
+  }
+  Rows captured;
+  const residual::NormOptions options{.capture = [&](const Tensor& r, bool) { captured = copy_rows(r); }};
+  const Rows y = copy_rows(residual::norm(h, forward, norms.back(), options));
+  CHECK(captured.size() == y.size());
+  CHECK(groups.traffic().empty());  // one rank: nothing communicates
+  return y;
+}
+
+// The same stack through the internal planner and StageRunner.
+Rows run_internal(Model& m) {
+  using namespace seam::boundary;
+  const PlanContext ctx{Topology::make(1), ReductionPolicy::RS_RSV};
+  rows::ProcessGroups groups(ctx.topology);
+  auto fusion = std::make_shared<rows::HostAllReduceNormFusion>(groups);
+  std::vector<std::unique_ptr<residual::RmsNorm>> norms;
+  for (int s = 0; s <= 2 * kLayers; ++s) norms.push_back(std::make_unique<residual::RmsNorm>(m.norm_weight(s), kEps));
+  std::vector<StageBoundary> stages;
+  for (int l = 0; l < kLayers; ++l) {
+    StageNeighbours around{.previous = l ? std::optional(declare_ffn()) : std::nullopt, .terminal = l == kLayers - 1};
+    for (StageBoundary& s : make_stages(ctx,
+                                        {{declare_attn(), norms[static_cast<size_t>(2 * l)].get(), {.fusions = fusion}},
+                                         {declare_ffn(), norms[static_cast<size_t>(2 * l + 1)].get(), {.fusions = fusion}}},
+                                        around))
+      stages.push_back(std::move(s));
+  }
+  std::vector<std::unique_ptr<StageRunner>> runners;
+  for (size_t i = 0; i < stages.size(); ++i)
+    runners.push_back(std::make_unique<StageRunner>(
+        stages[i], groups, *norms[i], i % 2 ? residual::norm_read() : residual::norm_quant_read(), residual::add_update()));
+
+  residual::ForwardBatch batch;
+  const int64_t tokens[] = {kTokens};
+  batch.facts = BatchFacts::make(tokens, 0, 1, PaddingMode::MAX_LEN);
+  std::vector<Rows> outputs(2 * kLayers, Rows(static_cast<size_t>(kTokens * kHidden)));
+  Rows embedding = m.embedding;
+  residual::start(batch);
+  residual::LayerOutput h(view(embedding, kTokens, kHidden));
+  for (int l = 0; l < kLayers; ++l) {
+    Rows& attn_out = outputs[static_cast<size_t>(2 * l)];
+    Rows& ffn_out = outputs[static_cast<size_t>(2 * l + 1)];
+    Tensor x = runners[static_cast<size_t>(2 * l)]->prepare(h, batch).values;
+    m.attention(l, x, attn_out);
+    h = runners[static_cast<size_t>(2 * l)]->finish(view(attn_out, kTokens, kHidden), batch);
+    x = runners[static_cast<size_t>(2 * l + 1)]->prepare(h, batch).values;
+    auto exit = runners[static_cast<size_t>(2 * l + 1)]->exit(batch);
+    m.ffn(l, x, ffn_out);
+    h = exit.finish(view(ffn_out, kTokens, kHidden));
+  }
+  return copy_rows(residual::norm(h, batch, *norms.back()));
+}
+
+// The reference by hand: residual += output; input = RMSNorm(residual) · w (sums in double).
+Rows rms_norm(const Rows& x, const Rows& w) {
+  Rows y(x.size());
+  for (int64_t t = 0; t < kTokens; ++t) {
+    double squares = 0;
+    for (int64_t c = 0; c < kHidden; ++c) squares += double(x[static_cast<size_t>(t * kHidden + c)]) * x[static_cast<size_t>(t * kHidden + c)];
+    const double scale = 1.0 / std::sqrt(squares / kHidden + kEps);
+    for (int64_t c = 0; c < kHidden; ++c)
+      y[static_cast<size_t>(t * kHidden + c)] =
+          static_cast<float>(x[static_cast<size_t>(t * kHidden + c)] * scale * w[static_cast<size_t>(c)]);
+  }
+  return y;
+}
+Rows run_by_hand(Model& m) {
+  Rows residual = m.embedding, out(residual.size());
+  for (int l = 0; l < kLayers; ++l) {
+    Rows x = rms_norm(residual, m.norm_weights[static_cast<size_t>(2 * l)]);
+    m.attention(l, view(x, kTokens, kHidden), out);
+    for (size_t i = 0; i < out.size(); ++i) residual[i] += out[i];
+    x = rms_norm(residual, m.norm_weights[static_cast<size_t>(2 * l + 1)]);
+    m.ffn(l, view(x, kTokens, kHidden), out);
+    for (size_t i = 0; i < out.size(); ++i) residual[i] += out[i];
+  }
+  return rms_norm(residual, m.norm_weights.back());
+}
+
+}  // namespace
+
+TEST_CASE("facade: a 2-layer stack on one rank equals the internal runner and the hand reference") {
+  Model m;
+  const Rows facade = run_facade(m), internal = run_internal(m), hand = run_by_hand(m);
+  REQUIRE(facade.size() == internal.size());
+  double max_error = 0;
+  int64_t different = 0;
+  for (size_t i = 0; i < facade.size(); ++i) {
+    different += facade[i] != internal[i];
+    max_error = std::fmax(max_error, std::fabs(double(facade[i]) - hand[i]) / (1.0 + std::fabs(double(hand[i]))));
+  }
+  CHECK(different == 0);
+  CHECK(max_error < 1e-5);
+  // The values are real: normalised rows of order one, not zeros.
+  double sum_squares = 0;
+  for (float v : facade) sum_squares += double(v) * v;
+  CHECK(sum_squares / static_cast<double>(facade.size()) > 0.1);
+}
+
+TEST_CASE("facade: what v1 does not run is refused") {
+  Model m;
+  sb::Groups groups;
+  sb::Norm norm(m.norm_weight(0), kEps);
+  CHECK(norm.hidden() == kHidden);
+  sb::AttnOptions mhc{.read = sb::MHC_READ, .update = sb::MHC_ATTENTION_UPDATE};
+  CHECK_THROWS_AS(sb::make_stages(groups, {{sb::declare_attn(mhc), &norm}}), NotSupportedError);
+  CHECK_THROWS_AS(sb::make_stages(groups, {{sb::declare_ffn(), &norm}}, {.hands_off_to_pipeline = true}),
+                  NotSupportedError);
+  CHECK_THROWS_AS(sb::make_stages(groups, {{sb::declare_ffn(), nullptr}}), ValueError);
+  CHECK_THROWS_AS(sb::make_stages(groups, {{sb::declare_ffn(), &norm}}, {}, {.policy = sb::ReductionPolicy::AUTO}),
+                  ValueError);
+  sb::ParallelConfig pipeline;
+  pipeline.pp = 2;
+  CHECK_THROWS_AS(sb::Groups{pipeline}, NotSupportedError);
+  CHECK_THROWS_AS(sb::Groups{sb::ParallelConfig::make(2)}, ValueError);  // a single-rank world has tp 1
+  const int64_t two_replicas[] = {1, 1};
+  CHECK_THROWS_AS(groups.batch(two_replicas), ValueError);
+}
