@@ -201,6 +201,8 @@ class Engine {
   /// Fails `w` with a MismatchError (and aborts) when `peer`, which it waits for, sent a message
   /// of the same call under another signature.
   bool called_otherwise(WorkState& w, int peer);
+  /// Marks w done, or fails it when an earlier call's message to this rank stands unreceived.
+  void complete(WorkState& w);
   /// The reason check_stranded fails for, or empty.
   std::string stranded_message(uint32_t ctx, uint32_t next_seq, int comm_rank);
 

@@ -182,7 +182,7 @@ void Engine::start(const std::shared_ptr<WorkState>& w) {
   w->deadline = now + std::chrono::milliseconds(config_.timeout_ms);
   // Post the first messages now, so communication starts before anyone waits.
   try {
-    if (w->step()) w->status = WorkState::Status::done;
+    if (w->step()) complete(*w);
   } catch (...) {
     fail(*w, std::current_exception());
   }
@@ -261,7 +261,7 @@ void Engine::step_all() {
     WorkState& w = *outstanding_[i];
     if (w.status != WorkState::Status::pending) continue;
     try {
-      if (w.step()) w.status = WorkState::Status::done;
+      if (w.step()) complete(w);
     } catch (...) {
       fail(w, std::current_exception());
       if (aborted()) return;
@@ -284,7 +284,7 @@ void Engine::step_all() {
         // had sent when it noticed): look again before calling it lost.
         try {
           if (w.step()) {
-            w.status = WorkState::Status::done;
+            complete(w);
             continue;
           }
         } catch (...) {
@@ -374,6 +374,20 @@ std::string Engine::stranded_message(uint32_t ctx, uint32_t next_seq, int comm_r
          describe_signature(tags::signature_of(found->second)) +
          ") that this rank's call never received: the ranks disagreed on that call's arguments "
          "(root, count or blocks); its messages are stranded, so the communicator is aborted";
+}
+
+void Engine::complete(WorkState& w) {
+  // A finished collective has taken every message its peers sent before theirs, where they sent
+  // it ahead on one connection: an earlier call's message left unreceived shows now, even when
+  // this call began before it arrived (a disagreement on a small broadcast's root).
+  if (w.task.valid() && tags::is_collective(w.group.tag_base())) {
+    std::string stranded = stranded_message(w.ctx, w.seq + 1, w.comm_rank);
+    if (!stranded.empty()) {
+      fail(w, std::make_exception_ptr(MismatchError(stranded, true)));
+      return;
+    }
+  }
+  w.status = WorkState::Status::done;
 }
 
 void Engine::check_stranded(uint32_t ctx, uint32_t next_seq, int comm_rank) {
