@@ -1,12 +1,11 @@
 #include "runtime/device/staged.h"
 
-#include <vector>
-
 #include "kernels/cuda/norm.h"
 #include "layouts/log.h"
 #include "runtime/device/staged_flat.h"
 #include "runtime/device/staged_pipeline.h"
 #include "runtime/device/staged_two_level.h"
+#include "runtime/device/stream_scratch.h"
 #include "seam/errors.h"
 
 namespace seam::device::staged {
@@ -102,22 +101,15 @@ void fused_norm(DeviceCommunicatorImpl& d, const Tensor& partial, const Tensor& 
   const size_t row = static_cast<size_t>(partial.cols) * e, rows = static_cast<size_t>(partial.rows);
   // A failure here aborts the communicator (check_launch): the other ranks' chunks run anyway.
   const DeviceCall call = fp8_out ? DeviceCall::fused_norm_fp8 : DeviceCall::fused_norm;
-  void* scratch = nullptr;
-  d.check_launch(cudaMallocAsync(&scratch, row * rows, stream), call);
-  try {
-    d.check_launch(cudaMemcpy2DAsync(scratch, row, partial.data, static_cast<size_t>(partial.row_stride) * e, row,
-                                     rows, cudaMemcpyDeviceToDevice, stream),
-                   call);
-    all_reduce(d, scratch, scratch, static_cast<size_t>(partial.numel()), partial.dtype, ReduceOp::sum, stream,
-               capture);
-  } catch (...) {
-    cudaFreeAsync(scratch, stream);
-    throw;
-  }
-  const Tensor sum{scratch, partial.dtype, partial.device, partial.rows, partial.cols, partial.cols};
+  const StreamScratch scratch(d, call, row * rows, stream);
+  d.check_launch(cudaMemcpy2DAsync(scratch.get(), row, partial.data, static_cast<size_t>(partial.row_stride) * e, row,
+                                   rows, cudaMemcpyDeviceToDevice, stream),
+                 call);
+  all_reduce(d, scratch.get(), scratch.get(), static_cast<size_t>(partial.numel()), partial.dtype, ReduceOp::sum,
+             stream, capture);
+  const Tensor sum{scratch.get(), partial.dtype, partial.device, partial.rows, partial.cols, partial.cols};
   const cudaError_t launched = fp8_out ? kernels::cuda::add_rms_norm_fp8(sum, residual, nullptr, norm, *fp8_out, stream)
                                        : kernels::cuda::add_rms_norm(sum, residual, nullptr, norm, *out, stream);
-  cudaFreeAsync(scratch, stream);
   d.check_launch(launched, call);
 }
 

@@ -18,8 +18,6 @@ Piece piece(size_t count, size_t c, size_t K) {
 
 namespace {
 
-size_t up64(size_t b) { return (b + 63) / 64 * 64; }
-
 /// Chunk c of K of a call with one block per rank: each rank's piece of its block, packed in rank
 /// order at the slot's start (`blocks`: the copies between them and the device buffer), and the
 /// 64-byte aligned offset after them.

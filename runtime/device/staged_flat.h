@@ -23,6 +23,8 @@ Piece piece(size_t count, size_t c, size_t K);
 std::vector<Piece> host_shares(size_t count, size_t L, size_t e);
 /// `bytes` past p.
 inline char* at(const void* p, size_t bytes) { return static_cast<char*>(const_cast<void*>(p)) + bytes; }
+/// b rounded up to 64 bytes.
+inline size_t up64(size_t b) { return (b + 63) / 64 * 64; }
 
 /// The calls, with `rank` this rank's place in the pipeline's communicator. The block calls
 /// return their number of chunks.

@@ -4,11 +4,10 @@
 #include <vector>
 
 #include "runtime/device/staged_flat.h"
+#include "runtime/device/stream_scratch.h"
 
 namespace seam::device::staged {
 namespace {
-
-size_t up64(size_t b) { return (b + 63) / 64 * 64; }
 
 /// The blocks of a call with one block per rank, regrouped for two levels: the ranks at each
 /// place on their host together (place 0 of every host in host order, then place 1, ...), so
@@ -53,22 +52,6 @@ void regroup(DeviceCommunicatorImpl& d, DeviceCall call, const Grouped& g, std::
     d.check_launch(cudaMemcpyAsync(at(to, dst), at(from, src), counts[r] * e, cudaMemcpyDeviceToDevice, stream), call);
   }
 }
-
-/// Device scratch ordered on `stream`, freed there when it goes.
-class StreamScratch {
- public:
-  StreamScratch(DeviceCommunicatorImpl& d, DeviceCall call, size_t bytes, cudaStream_t stream) : stream_(stream) {
-    d.check_launch(cudaMallocAsync(&p_, std::max<size_t>(bytes, 1), stream), call);
-  }
-  ~StreamScratch() { cudaFreeAsync(p_, stream_); }
-  StreamScratch(const StreamScratch&) = delete;
-  StreamScratch& operator=(const StreamScratch&) = delete;
-  char* get() const { return static_cast<char*>(p_); }
-
- private:
-  void* p_ = nullptr;
-  cudaStream_t stream_;
-};
 
 }  // namespace
 

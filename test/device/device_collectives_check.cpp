@@ -526,13 +526,7 @@ int main(int argc, char** argv) {
   }
   try {
     auto world = comm::Communicator::create_world();
-    int gpu = pick_gpu(world->rank());
-    int no_gpu = gpu < 0 ? 1 : 0, any_without = 0;
-    world->all_reduce(&no_gpu, &any_without, 1, DType::i32, ReduceOp::max).wait();
-    if (any_without) {
-      if (world->rank() == 0) std::printf("no CUDA device on some rank: device checks skipped\n");
-      return kSkipped;
-    }
+    if (!gpu_on_every_rank(*world)) return kSkipped;
     cudaStream_t stream;
     SEAM_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     int failures = 0;
@@ -540,11 +534,7 @@ int main(int argc, char** argv) {
       failures += run_cycles(world, cycles, stream);
     } else {
       auto dev = seam::device::DeviceCommunicator::create(world);
-      if (!expect_path.empty() && dev->path() != expect_path) {
-        std::fprintf(stderr, "FAIL rank %d: path %s, expected %s\n", dev->rank(), std::string(dev->path()).c_str(),
-                     expect_path.c_str());
-        ++failures;
-      }
+      failures += check_path(*dev, expect_path);
       failures += run_matrix(*dev, *world, large, stream);
       failures += run_fused(*dev, stream);
       if (dev->path() == "peer") failures += run_graph(*dev, stream);

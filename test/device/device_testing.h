@@ -8,8 +8,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
+#include "seam/communicator.h"
+#include "seam/device_communicator.h"
 #include "seam/dtype.h"
 
 namespace seam::test::device {
@@ -92,5 +95,21 @@ inline std::vector<unsigned char> host_bytes(DType t, size_t count) {
       std::exit(2);                                                                                 \
     }                                                                                               \
   } while (0)
+
+/// Picks this rank's GPU; whether every rank of `world` has one (rank 0 says so when not).
+inline bool gpu_on_every_rank(comm::Communicator& world) {
+  int no_gpu = pick_gpu(world.rank()) < 0 ? 1 : 0, any_without = 0;
+  world.all_reduce(&no_gpu, &any_without, 1, DType::i32, ReduceOp::max).wait();
+  if (any_without && world.rank() == 0) std::printf("no CUDA device on some rank: device checks skipped\n");
+  return any_without == 0;
+}
+
+/// 1 (and a FAIL line) when `expect` is given and the communicator took another path, else 0.
+inline int check_path(const seam::device::DeviceCommunicator& dev, const std::string& expect) {
+  if (expect.empty() || dev.path() == expect) return 0;
+  std::fprintf(stderr, "FAIL rank %d: path %s, expected %s\n", dev.rank(), std::string(dev.path()).c_str(),
+               expect.c_str());
+  return 1;
+}
 
 }  // namespace seam::test::device
