@@ -29,29 +29,26 @@ DeviceState::~DeviceState() {
   munmap(abort_page_, page_bytes_);
 }
 
-void DeviceState::abort(uint32_t code, const std::string& reason) {
-  std::lock_guard lock(mutex_);
-  if (*abort_word() != 0) return;
-  local_reason_ = reason;
-  __atomic_store_n(const_cast<uint32_t*>(abort_word()), code, __ATOMIC_SEQ_CST);
-  log().debug("seam: device communicator aborted (code {:#x}): {}", code, reason);
-}
+void DeviceState::abort(uint32_t code, const std::string& reason) { set_abort(code, reason, nullptr); }
 
 void DeviceState::abort(uint32_t code, std::exception_ptr cause) {
-  std::string what;
+  std::string what = "an unknown failure";
   try {
     std::rethrow_exception(cause);
   } catch (const std::exception& e) {
     what = e.what();
   } catch (...) {
-    what = "an unknown failure";
   }
+  set_abort(code, what, cause);
+}
+
+void DeviceState::set_abort(uint32_t code, const std::string& reason, std::exception_ptr cause) {
   std::lock_guard lock(mutex_);
   if (*abort_word() != 0) return;
-  local_reason_ = what;
-  cause_ = cause;
+  local_reason_ = reason;
+  cause_ = std::move(cause);
   __atomic_store_n(const_cast<uint32_t*>(abort_word()), code, __ATOMIC_SEQ_CST);
-  log().debug("seam: device communicator aborted (code {:#x}): {}", code, what);
+  log().debug("seam: device communicator aborted (code {:#x}): {}", code, reason);
 }
 
 std::exception_ptr DeviceState::failure() const {
@@ -93,6 +90,16 @@ std::exception_ptr DeviceState::failure() const {
           "seam: device communicator aborted by rank " + std::to_string(reporter) + (local.empty() ? "" : ": " + local),
           world_subject));
   }
+}
+
+std::string DeviceState::failure_text() const {
+  try {
+    std::rethrow_exception(failure());
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+  }
+  return "seam: device communicator aborted";
 }
 
 void DeviceState::abort_host() {

@@ -45,6 +45,8 @@ class DeviceState {
   void abort(uint32_t code, std::exception_ptr cause);
   /// The exception the abort word stands for (CommError, TimeoutError or MismatchError).
   std::exception_ptr failure() const;
+  /// failure()'s message (after an abort).
+  std::string failure_text() const;
   /// Aborts the host communicator's engine with the same failure (the caller's thread drives it).
   void abort_host();
 
@@ -61,6 +63,8 @@ class DeviceState {
   int64_t timeout_ms() const { return timeout_ms_; }
 
  private:
+  /// Both aborts: the abort word, the reason and (from the host collectives) the exception.
+  void set_abort(uint32_t code, const std::string& reason, std::exception_ptr cause);
   std::shared_ptr<comm::Communicator> host_;
   void* abort_page_;
   size_t page_bytes_;

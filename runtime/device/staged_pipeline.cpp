@@ -35,13 +35,7 @@ StagedPipeline::StagedPipeline(comm::Communicator& host, std::shared_ptr<DeviceS
   // A failure seen elsewhere (a kernel's give-up, a local peer's death, the caller) also ends the
   // host collective the progress thread waits in, rather than its deadline.
   dup_->impl().engine->abort_probe = [s = state_]() -> std::string {
-    if (!s->aborted()) return {};
-    try {
-      std::rethrow_exception(s->failure());
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "seam: device communicator aborted";
+    return s->aborted() ? s->failure_text() : std::string();
   };
   auto fail = [&](cudaError_t e, const char* what) {
     if (e == cudaSuccess) return;
@@ -154,15 +148,7 @@ void StagedPipeline::abort_duplicate() {
   if (duplicate_aborted_ || !state_->aborted()) return;
   duplicate_aborted_ = true;
   auto& engine = *dup_->impl().engine;
-  if (engine.aborted()) return;
-  std::string why = "seam: device communicator aborted";
-  try {
-    std::rethrow_exception(state_->failure());
-  } catch (const std::exception& e) {
-    why = e.what();
-  } catch (...) {
-  }
-  engine.abort_external(why, -1);
+  if (!engine.aborted()) engine.abort_external(state_->failure_text(), -1);
 }
 
 void StagedPipeline::run() {
