@@ -80,24 +80,9 @@ class Transport {
   virtual RequestPtr irecv(int peer, uint64_t tag, void* data, size_t bytes) = 0;
   /// Advances communication; true when anything completed or arrived.
   virtual bool progress() = 0;
-  /// Sleeps until something may have arrived for this rank, a peer woke it (wake_if_sleeping),
-  /// or `max` passed. Never busy-waits. Clears the mark_asleep mark.
+  /// Sleeps until something may have arrived for this rank, a peer woke it (Doorbells, where
+  /// the transport has them), or `max` passed. Never busy-waits.
   virtual void wait_for_activity(std::chrono::microseconds max) = 0;
-  /// Marks this rank asleep (true) before the driver's last look at what it waits for, or awake
-  /// again (false) when that look found something: a peer that stores to shared memory this
-  /// rank watches and then finds the mark wakes it, so the store is seen by the look or ends
-  /// the sleep. False, and no mark, where events already wait (the caller polls on instead of
-  /// sleeping). Transports without shared memory only say true.
-  virtual bool mark_asleep(bool /*asleep*/) { return true; }
-  /// Whether any of `world_ranks` (ranks on this host) is marked asleep, looked at after the
-  /// caller's stores to shared memory they watch (a fence orders them before the look).
-  virtual bool any_asleep(std::span<const int> /*world_ranks*/) { return false; }
-  /// Wakes those of `world_ranks` marked asleep, after the caller's stores (ordered likewise).
-  virtual void wake_if_sleeping(std::span<const int> /*world_ranks*/) {}
-  /// Whether a peer last ran on `cpu`, the CPU this rank runs on now (-1: unknown), which the
-  /// transport records for the peers in turn: the one kind of task a waiting rank hands its core
-  /// to. Transports that cannot tell answer true.
-  virtual bool peer_on_cpu(int cpu) = 0;
   /// Whether peer is reachable (and, for local peers, its process alive). A dead peer fails
   /// every pending request that involves it.
   virtual bool peer_alive(int peer) = 0;

@@ -28,6 +28,7 @@
 #include "runtime/comm/spin_budget.h"
 #include "runtime/exec/task.h"
 #include "seam/work.h"
+#include "transports/doorbells.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/transport.h"
 
@@ -175,6 +176,11 @@ class Engine {
   /// progress thread of its staged path), or "" while there is none.
   std::function<std::string()> abort_probe;
   std::vector<std::string> peer_transport;  ///< per world rank
+  /// The shared-memory doorbells of the transport (null where it has none): how a wait sleeps
+  /// without missing a local peer's store, and whom it hands its core to.
+  transport::Doorbells* doorbells = nullptr;
+  /// Without doorbells: whether a peer may run on this rank's CPU (a wait then yields its core).
+  bool peers_may_share_cpu = false;
   /// Whether the ranks on this machine (this kernel: hosts in network namespaces or containers
   /// of one machine share its cores) outnumber the cores they may run on (the union of their CPU
   /// affinities): a wait that slept then counts its core as shared (spin_budget.h). Its spin
@@ -193,6 +199,8 @@ class Engine {
   /// One turn of a spin that keeps the core: where `w` is the only operation and waits on
   /// shared-memory flags, a few looks at them alone; else one relax.
   void look_again(WorkState& w);
+  /// Doorbells::mark_asleep where there are doorbells; without, a wait sleeps on events alone.
+  bool mark_asleep(bool asleep) { return doorbells ? doorbells->mark_asleep(asleep) : true; }
   void fail(WorkState& w, std::exception_ptr e);
   void abort(const std::string& reason, int peer);
   /// Where `error` (a CommError about `peer`) says the peer is lost, the reason in another
@@ -261,7 +269,7 @@ class OpGroup final : public collectives::Group {
   OpGroup(Engine& engine, std::shared_ptr<const std::vector<int>> members, int rank,
           uint64_t tag_base, uint32_t ctx, std::string_view transport,
           std::shared_ptr<const collectives::HostLayout> hosts)
-      : t_(engine.transport()), members_(std::move(members)), rank_(rank),
+      : t_(engine.transport()), bells_(engine.doorbells), members_(std::move(members)), rank_(rank),
         tag_base_(tag_base), name_(transport), key_(engine.communicator_key(ctx)), hosts_(std::move(hosts)) {}
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(members_->size()); }
@@ -272,8 +280,10 @@ class OpGroup final : public collectives::Group {
   std::string_view transport_name() const override { return name_; }
   uint64_t communicator_id() const override { return key_; }
   const collectives::HostLayout* hosts() const override { return hosts_.get(); }
-  bool any_asleep(std::span<const int> world_ranks) override { return t_.any_asleep(world_ranks); }
-  void wake_if_sleeping(std::span<const int> world_ranks) override { t_.wake_if_sleeping(world_ranks); }
+  bool any_asleep(std::span<const int> world_ranks) override { return bells_ && bells_->any_asleep(world_ranks); }
+  void wake_if_sleeping(std::span<const int> world_ranks) override {
+    if (bells_) bells_->wake_if_sleeping(world_ranks);
+  }
   bool sent_unreceived(int peer, uint32_t step) override {
     return t_.unmatched_tag(world_rank(peer), tag_of(step), ~uint64_t{0}).has_value();
   }
@@ -286,6 +296,7 @@ class OpGroup final : public collectives::Group {
 
  private:
   transport::Transport& t_;
+  transport::Doorbells* bells_;
   std::shared_ptr<const std::vector<int>> members_;
   int rank_;
   uint64_t tag_base_;

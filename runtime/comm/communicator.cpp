@@ -44,10 +44,6 @@ class OwningTransport final : public transport::Transport {
   transport::RequestPtr irecv(int p, uint64_t tag, void* d, size_t n) override { return t_->irecv(p, tag, d, n); }
   bool progress() override { return t_->progress(); }
   void wait_for_activity(std::chrono::microseconds max) override { t_->wait_for_activity(max); }
-  bool mark_asleep(bool asleep) override { return t_->mark_asleep(asleep); }
-  bool any_asleep(std::span<const int> world_ranks) override { return t_->any_asleep(world_ranks); }
-  void wake_if_sleeping(std::span<const int> world_ranks) override { t_->wake_if_sleeping(world_ranks); }
-  bool peer_on_cpu(int cpu) override { return t_->peer_on_cpu(cpu); }
   bool peer_alive(int p) override { return t_->peer_alive(p); }
   std::string why_lost(int p) override { return t_->why_lost(p); }
   std::string abort_notice(std::chrono::milliseconds wait) override {
@@ -352,9 +348,12 @@ std::shared_ptr<Engine> build_engine(transport::AddressExchange& x, std::unique_
   std::string name;
   shm::ShmTransport* shm_raw = shm.get();
   ucx::UcxTransport* ucx_raw = ucx.get();
+  transport::Doorbells* doorbells = shm_raw;
   if (shm && ucx) {
     name = "shm+ucx";
-    t = std::make_unique<CompositeTransport>(std::move(shm), std::move(ucx));
+    auto composite = std::make_unique<CompositeTransport>(std::move(shm), std::move(ucx));
+    doorbells = composite.get();
+    t = std::move(composite);
   } else if (shm) {
     name = "shm";
     t = std::move(shm);
@@ -380,6 +379,9 @@ std::shared_ptr<Engine> build_engine(transport::AddressExchange& x, std::unique_
     if (ucx_raw) ucx_raw->broadcast_abort(reason);
   };
   engine->peer_transport = std::move(per_peer);
+  engine->doorbells = doorbells;
+  // Without doorbells, peers on this host are UCX's, which cannot tell where they run.
+  engine->peers_may_share_cpu = !doorbells && shared_host;
   engine->oversubscribed = oversubscribed;
   engine->cores_to_spare = cores_to_spare;
   if (use_ucx) {

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "transports/doorbells.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/transport.h"
 #include "transports/ucx/ucx_transport.h"
@@ -18,7 +19,7 @@ namespace seam::comm {
 
 /// Waiting sleeps on the shm futex; a helper thread watches UCX's wake-up fd meanwhile and rings
 /// this rank's own shm doorbell when UCX has something, so neither path waits for a time slice.
-class CompositeTransport final : public transport::Transport {
+class CompositeTransport final : public transport::Transport, public transport::Doorbells {
  public:
   CompositeTransport(std::unique_ptr<shm::ShmTransport> shm, std::unique_ptr<ucx::UcxTransport> remote);
   ~CompositeTransport() override;

@@ -422,7 +422,7 @@ void Engine::poll() {
 namespace {
 
 /// How often a spinning wait looks at the CPU it runs on and asks whether a peer last ran there
-/// (Transport::peer_on_cpu; cheap, the peers' lines stay cached). A wait yields its core only
+/// (Doorbells::peer_on_cpu; cheap, the peers' lines stay cached). A wait yields its core only
 /// to such a peer, at every turn: that peer cannot progress while the wait holds the core.
 /// Yielding to any task instead costs whole time slices: a wait that yields beside a busy thread
 /// hands the core to it until the scheduler's next turn. Unpinned ranks that the scheduler puts
@@ -473,7 +473,7 @@ void Engine::drive(WorkState& w) {
     }
     if (now < spin_end) {
       if (now >= next_cpu_look_) {
-        peer_on_this_cpu_ = transport_->peer_on_cpu(sched_getcpu());
+        peer_on_this_cpu_ = doorbells ? doorbells->peer_on_cpu(sched_getcpu()) : peers_may_share_cpu;
         next_cpu_look_ = now + kCpuLook;
       }
       if (peer_on_this_cpu_) {
@@ -486,20 +486,20 @@ void Engine::drive(WorkState& w) {
     }
     // Marked asleep, one last look: a peer's shared-memory flag this rank waits on is either
     // seen here, or its publisher sees the mark, and whoever completes the round rings.
-    if (!transport_->mark_asleep(true)) continue;  // events wait: poll them
+    if (!mark_asleep(true)) continue;  // events wait: poll them
     const uint64_t resumed_before_look = comm::Task::resumptions_on_this_thread();
     const bool arrived = transport_->progress();
     step_all();
     if (w.status != WorkState::Status::pending || arrived ||
         comm::Task::resumptions_on_this_thread() != resumed_before_look) {
-      transport_->mark_asleep(false);
+      mark_asleep(false);
       spin_end = now + spin;
       continue;
     }
     if (!slept_since) slept_since = now;
     if (abort_probe) {
       if (std::string why = abort_probe(); !why.empty()) {
-        transport_->mark_asleep(false);
+        mark_asleep(false);
         abort(why, -1);
         break;
       }

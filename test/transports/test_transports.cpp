@@ -226,14 +226,15 @@ TEST_CASE("shm: a sleeper rung before its last look is still woken by the next p
   double slept = 0;
   const int sleeper[] = {0};
   on_threads(Kind::shm, 3, 64 * 1024, [&](int rank, transport::Transport& t) {
+    auto& bells = dynamic_cast<transport::Doorbells&>(t);
     for (int k = 0; k < kRounds; ++k) {
-      if (rank == 0) REQUIRE(t.mark_asleep(true));
+      if (rank == 0) REQUIRE(bells.mark_asleep(true));
       step.arrive_and_wait();
-      if (rank == 1) t.wake_if_sleeping(sleeper);
+      if (rank == 1) bells.wake_if_sleeping(sleeper);
       step.arrive_and_wait();
       if (rank == 0) t.progress();  // the last look: sees the first ring
       step.arrive_and_wait();
-      if (rank == 2) t.wake_if_sleeping(sleeper);
+      if (rank == 2) bells.wake_if_sleeping(sleeper);
       step.arrive_and_wait();
       if (rank == 0) {
         const auto start = Clock::now();
@@ -252,7 +253,8 @@ TEST_CASE("shm: a rank finds the peers that last ran on its CPU, and no others")
   std::barrier step(3);
   std::vector<int> answers(8, -1);
   on_threads(Kind::shm, 3, 64 * 1024, [&](int rank, transport::Transport& t) {
-    auto ask = [&](int slot, int cpu) { answers[static_cast<size_t>(slot)] = t.peer_on_cpu(cpu); };
+    auto& bells = dynamic_cast<transport::Doorbells&>(t);
+    auto ask = [&](int slot, int cpu) { answers[static_cast<size_t>(slot)] = bells.peer_on_cpu(cpu); };
     if (rank == 0) ask(0, 0);  // nobody recorded yet
     step.arrive_and_wait();
     if (rank == 1) ask(1, 3);  // rank 0 is on 0

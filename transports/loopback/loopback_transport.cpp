@@ -39,9 +39,6 @@ class LoopbackTransport final : public Transport {
   }
   bool progress() override { return false; }  // delivery happens inside isend
   void wait_for_activity(std::chrono::microseconds max) override { world_.wait(max); }
-  /// Ranks are threads of one process, as many as the tests make: a wait always hands its core
-  /// over, so that they share the machine's few cores.
-  bool peer_on_cpu(int) override { return true; }
   bool peer_alive(int) override { return true; }
   std::optional<uint64_t> unmatched_tag(int peer, uint64_t tag, uint64_t mask) override {
     return world_.unmatched_tag(peer, rank_, tag, mask);

@@ -11,8 +11,8 @@
 // Waiting: each rank has a doorbell word in the segment. A rank with nothing to do marks itself
 // asleep and FUTEX_WAITs on its doorbell (with a timeout); whoever publishes data for it, or frees
 // ring space it waits for, rings it; so does the shared-memory collectives' rank that finds a
-// round complete which a marked peer waits on (any_asleep, wake_if_sleeping; the driver marks
-// itself before its last look, mark_asleep). So an oversubscribed host (5 ranks on 2 cores)
+// round complete which a marked peer waits on (Doorbells: any_asleep, wake_if_sleeping; the driver
+// marks itself before its last look, mark_asleep). So an oversubscribed host (5 ranks on 2 cores)
 // never has ranks burning the cores their peers need.
 //
 // Dead peers: the local peers' pids are exchanged at start-up and watched through pidfds while
@@ -24,12 +24,13 @@
 #include <string>
 #include <vector>
 
+#include "transports/doorbells.h"
 #include "transports/shm/shm_segment.h"
 #include "transports/transport.h"
 
 namespace seam::shm {
 
-class ShmTransport : public transport::Transport {
+class ShmTransport : public transport::Transport, public transport::Doorbells {
  public:
   /// Collective over every rank of `exchange` (ranks of all hosts take part in the exchange).
   /// `local_world_ranks`: the world ranks on this host that use shm with each other, this rank

@@ -119,7 +119,6 @@ class UcxTransportImpl final : public UcxTransport {
 
   void init(transport::AddressExchange& ex, const std::vector<std::string>& hosts, const std::vector<int>& pids,
             bool same_host_traffic) {
-    same_host_traffic_ = same_host_traffic;
     ucp_config_t* config = nullptr;
     ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
     if (s != UCS_OK) throw CommError("seam ucx: ucp_config_read: " + status_text(s));
@@ -457,10 +456,6 @@ class UcxTransportImpl final : public UcxTransport {
     ppoll(&pfd, 1, &ts, nullptr);
   }
 
-  /// Peers on this host may share this rank's CPU only where UCX carries their traffic, and
-  /// then it cannot tell where they run.
-  bool peer_on_cpu(int /*cpu*/) override { return same_host_traffic_; }
-
   bool peer_alive(int r) override {
     check_peers();
     return !peer(r).dead;
@@ -512,7 +507,6 @@ class UcxTransportImpl final : public UcxTransport {
 
  private:
   int rank_, size_;
-  bool same_host_traffic_ = false;
   std::vector<Peer> peers_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
