@@ -6,13 +6,14 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <string_view>
 
 #include "runtime/collectives/host_layout.h"
 #include "transports/transport.h"
 
 namespace seam::collectives {
+
+class ShmBackend;
 
 class Group {
  public:
@@ -30,14 +31,9 @@ class Group {
   /// Name of the transport the messages take ("shm": every rank shares this one's host, "ucx",
   /// "shm+ucx": over hosts, some sharing one; "loopback"); selection reads it.
   virtual std::string_view transport_name() const = 0;
-  /// The communicator's id, the same on every member: state kept across calls (shared-memory
-  /// regions) is kept per communicator, so two with the same members never share it.
-  virtual uint64_t communicator_id() const { return 0; }
-  /// Whether any of `world_ranks` (ranks on this host) has its driver marked asleep, looked at
-  /// after this rank stored to shared memory they watch (the shared-memory schedules' flags).
-  virtual bool any_asleep(std::span<const int> /*world_ranks*/) { return false; }
-  /// Wakes those of `world_ranks` whose driver is marked asleep.
-  virtual void wake_if_sleeping(std::span<const int> /*world_ranks*/) {}
+  /// The communicator's shared-memory backend (its regions, kept across calls, and settings);
+  /// null where the transport reaches no peer through shared memory.
+  virtual ShmBackend* shm() const { return nullptr; }
   /// Where the group's ranks run when they span hosts (null when they share one).
   virtual const HostLayout* hosts() const { return nullptr; }
   /// Whether group rank `peer` sent this call a message of `step` that no receive took yet.

@@ -10,9 +10,6 @@
 #include <cstdint>
 #include <algorithm>
 #include <cstring>
-#include <map>
-#include <mutex>
-#include <set>
 
 #include "layouts/log.h"
 #include "runtime/collectives/blocks.h"
@@ -20,6 +17,7 @@
 #include "runtime/collectives/sub_group.h"
 #include "runtime/collectives/schedules.h"
 #include "runtime/collectives/scratch.h"
+#include "runtime/collectives/shm/backend.h"
 #include "runtime/collectives/selection.h"
 
 namespace seam::collectives {
@@ -32,39 +30,16 @@ namespace {
 class Turn {
  public:
   /// The next turn of the communicator's calls (taken at the call's start: in issue order).
-  explicit Turn(uint64_t communicator) {
-    std::lock_guard lock(mutex());
-    queue_ = &queues()[communicator];  // map nodes stay put
-    mine_ = queue_->issued++;
-  }
+  explicit Turn(ShmBackend& backend) : backend_(backend), mine_(backend.take_turn()) {}
   /// Ends this turn, finished or not (a failed call ends it too).
-  ~Turn() {
-    std::lock_guard lock(mutex());
-    queue_->ended.insert(mine_);
-    while (queue_->ended.erase(queue_->serving)) ++queue_->serving;
-  }
+  ~Turn() { backend_.end_turn(mine_); }
   Turn(const Turn&) = delete;
   Turn& operator=(const Turn&) = delete;
-  bool up() const {
-    std::lock_guard lock(mutex());
-    return queue_->serving == mine_;
-  }
+  bool up() const { return backend_.turn_up(mine_); }
 
  private:
-  struct Queue {
-    uint64_t issued = 0, serving = 0;
-    std::set<uint64_t> ended;  // turns that ended before every earlier one did
-  };
-  static std::mutex& mutex() {
-    static std::mutex m;
-    return m;
-  }
-  static std::map<uint64_t, Queue>& queues() {
-    static std::map<uint64_t, Queue> q;
-    return q;
-  }
-  Queue* queue_;
-  uint64_t mine_ = 0;
+  ShmBackend& backend_;
+  uint64_t mine_;
 };
 
 /// All-reduces on even hosts up to this size take two waits (see all_reduce_over_hosts), though every rank
@@ -145,7 +120,7 @@ struct HostBlocks {
 /// it (those of one host, or of one pair of hosts) stop, while ranks of other hosts may wait on
 /// them in a later phase and would only time out.
 comm::Task two_level_call(Group& g, comm::Task call) {
-  const Turn turn(g.communicator_id());
+  const Turn turn(*g.shm());
   co_await comm::until([&] { return turn.up(); });
   comm::Task aborting = aborting_on_mismatch(g, Algorithm::hierarchical, std::move(call));
   co_await comm::run(aborting);

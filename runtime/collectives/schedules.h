@@ -67,7 +67,7 @@ comm::Task ring_all_gather(Group& g, std::string_view collective, const char* se
 comm::Task message_all_gather(Algorithm a, Group& g, std::string_view collective, const char* send,
                               char* recv, std::vector<size_t> counts, DType dtype);
 
-/// Straight out of shared memory (shm_schedules.cpp; the group must be shm_capable()).
+/// Straight out of shared memory (shm/schedules.cpp; the group must be shm_capable()).
 comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, DType dtype,
                           ReduceOp op);
 comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char* send, char* out,
@@ -78,7 +78,7 @@ comm::Task shm_all_gather(Group& g, std::string_view collective, const char* sen
 /// `held` is null.
 comm::Task shm_all_gather_on(Group& g, RegionLease* held, std::string_view collective,
                              const char* send, char* recv, Blocks counts, DType dtype);
-/// A broadcast through shared memory (shm_broadcast.cpp): small ones through the root's slot
+/// A broadcast through shared memory (shm/broadcast.cpp): small ones through the root's slot
 /// without a wait for every rank, larger ones a gather of the root's block; where the ranks
 /// outnumber their cores (small ones), or two ranks may not read each other's memory, as
 /// messages (message_broadcast).

@@ -28,13 +28,9 @@ class SubGroup final : public Group {
     return parent_.irecv(ranks_[static_cast<size_t>(peer)], step, data, bytes);
   }
   std::string_view transport_name() const override { return transport_; }
-  uint64_t communicator_id() const override { return parent_.communicator_id(); }
-  bool any_asleep(std::span<const int> world_ranks) override { return parent_.any_asleep(world_ranks); }
+  ShmBackend* shm() const override { return parent_.shm(); }
   bool sent_unreceived(int peer, uint32_t step) override {
     return parent_.sent_unreceived(ranks_[static_cast<size_t>(peer)], step);
-  }
-  void wake_if_sleeping(std::span<const int> world_ranks) override {
-    parent_.wake_if_sleeping(world_ranks);
   }
 
  private:

@@ -24,6 +24,7 @@
 #include "seam/errors.h"
 #include "runtime/collectives/group.h"
 #include "runtime/collectives/selection.h"
+#include "runtime/collectives/shm/backend.h"
 #include "seam/communicator.h"
 #include "runtime/comm/spin_budget.h"
 #include "runtime/exec/task.h"
@@ -125,11 +126,6 @@ class Engine {
   Engine(std::shared_ptr<transport::Transport> transport, const Config& config);
   ~Engine();
   transport::Transport& transport() { return *transport_; }
-  /// This engine's number in the process: state kept per communicator across calls (shared-memory
-  /// regions) is keyed by it with the context id, as a process may run several worlds.
-  const uint32_t serial;
-  /// The key of communicator `ctx`'s state kept across calls.
-  uint64_t communicator_key(uint32_t ctx) const { return static_cast<uint64_t>(serial) << 32 | ctx; }
   const Config& config() const { return config_; }
 
   /// Registers a new operation and runs it as far as it goes without blocking.
@@ -267,10 +263,10 @@ class Engine {
 class OpGroup final : public collectives::Group {
  public:
   OpGroup(Engine& engine, std::shared_ptr<const std::vector<int>> members, int rank,
-          uint64_t tag_base, uint32_t ctx, std::string_view transport,
+          uint64_t tag_base, std::shared_ptr<collectives::ShmBackend> shm, std::string_view transport,
           std::shared_ptr<const collectives::HostLayout> hosts)
-      : t_(engine.transport()), bells_(engine.doorbells), members_(std::move(members)), rank_(rank),
-        tag_base_(tag_base), name_(transport), key_(engine.communicator_key(ctx)), hosts_(std::move(hosts)) {}
+      : t_(engine.transport()), shm_(std::move(shm)), members_(std::move(members)), rank_(rank),
+        tag_base_(tag_base), name_(transport), hosts_(std::move(hosts)) {}
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(members_->size()); }
   int world_rank(int r) const override { return (*members_)[static_cast<size_t>(r)]; }
@@ -278,12 +274,8 @@ class OpGroup final : public collectives::Group {
   transport::RequestPtr isend(int peer, uint32_t step, const void* data, size_t bytes) override;
   transport::RequestPtr irecv(int peer, uint32_t step, void* data, size_t bytes) override;
   std::string_view transport_name() const override { return name_; }
-  uint64_t communicator_id() const override { return key_; }
   const collectives::HostLayout* hosts() const override { return hosts_.get(); }
-  bool any_asleep(std::span<const int> world_ranks) override { return bells_ && bells_->any_asleep(world_ranks); }
-  void wake_if_sleeping(std::span<const int> world_ranks) override {
-    if (bells_) bells_->wake_if_sleeping(world_ranks);
-  }
+  collectives::ShmBackend* shm() const override { return shm_.get(); }
   bool sent_unreceived(int peer, uint32_t step) override {
     return t_.unmatched_tag(world_rank(peer), tag_of(step), ~uint64_t{0}).has_value();
   }
@@ -296,12 +288,11 @@ class OpGroup final : public collectives::Group {
 
  private:
   transport::Transport& t_;
-  transport::Doorbells* bells_;
+  std::shared_ptr<collectives::ShmBackend> shm_;
   std::shared_ptr<const std::vector<int>> members_;
   int rank_;
   uint64_t tag_base_;
   std::string_view name_;  // a literal or the engine's name
-  uint64_t key_;
   std::shared_ptr<const collectives::HostLayout> hosts_;
 };
 
@@ -350,7 +341,6 @@ class CommunicatorImpl {
  public:
   CommunicatorImpl(std::shared_ptr<Engine> engine, std::shared_ptr<const std::vector<int>> members,
                    int rank, uint32_t ctx, uint64_t identity);
-  /// Releases the communicator's shared-memory regions in this process.
   ~CommunicatorImpl();
 
   /// A new collective operation of this communicator (consumes a sequence number).
@@ -383,6 +373,9 @@ class CommunicatorImpl {
   /// in a job that spans hosts (its collectives then run out of shared memory), "ucx" where
   /// no two do, "shm+ucx" for a mix; else the engine's name.
   std::string_view transport;
+  /// The shared-memory backend of its calls (null where the transport has no shared memory): its
+  /// regions go when the communicator and its last outstanding call do.
+  std::shared_ptr<collectives::ShmBackend> shm;
   uint32_t seq = 0;
   std::vector<std::pair<uint64_t, uint32_t>> group_creations;  // (member-list hash, count)
 };

@@ -18,7 +18,7 @@
 #include "runtime/bootstrap/bootstrap.h"
 #include "runtime/collectives/collectives.h"
 #include "runtime/collectives/selection.h"
-#include "runtime/collectives/shm_region.h"
+#include "runtime/collectives/shm/region.h"
 #include "runtime/collectives/validate.h"
 #include "runtime/comm/comm_internal.h"
 #include "runtime/comm/composite_transport.h"
@@ -225,13 +225,15 @@ CommunicatorImpl::CommunicatorImpl(std::shared_ptr<Engine> engine_,
                                    uint32_t ctx_, uint64_t identity_)
     : engine(std::move(engine_)), members(std::move(members_)), rank(rank_), ctx(ctx_), identity(identity_),
       hosts(members_hosts(*engine, *members, (*members)[static_cast<size_t>(rank)])),
-      transport(members_transport(*engine, hosts.get(), members->size())) {
+      transport(members_transport(*engine, hosts.get(), members->size())),
+      shm(engine->doorbells ? std::make_shared<collectives::ShmBackend>(
+                                  *engine->doorbells, collectives::ShmConfig::from(engine->config()))
+                            : nullptr) {
   engine->register_comm(this);
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
   engine->unregister_comm(this);
-  collectives::release_regions(engine->communicator_key(ctx));
   if (ctx != 0) engine->release_context(ctx);
 }
 
@@ -242,7 +244,7 @@ std::shared_ptr<WorkState> CommunicatorImpl::new_collective(const char* op, uint
   const uint32_t s = seq++;
   auto w = seam::detail::make_pooled<WorkState>(
       engine, op, ctx, s, rank, static_cast<int>(members->size()),
-      OpGroup(*engine, members, rank, tags::collective_base(ctx, s, signature), ctx, transport, hosts));
+      OpGroup(*engine, members, rank, tags::collective_base(ctx, s, signature), shm, transport, hosts));
   w->identity = identity;
   w->signature = signature;
   w->args = args;
@@ -260,7 +262,7 @@ std::shared_ptr<WorkState> CommunicatorImpl::new_p2p(const char* op, uint32_t us
   engine->check_usable();
   return seam::detail::make_pooled<WorkState>(
       engine, op, ctx, seq, rank, static_cast<int>(members->size()),
-      OpGroup(*engine, members, rank, tags::make(ctx, tags::p2p, user_tag), ctx, transport, hosts));
+      OpGroup(*engine, members, rank, tags::make(ctx, tags::p2p, user_tag), nullptr, transport, hosts));
 }
 
 Work CommunicatorImpl::launch(std::shared_ptr<WorkState> w) {
@@ -468,7 +470,7 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
   const uint32_t payload = static_cast<uint32_t>(((h ^ (h >> 23) ^ (h >> 46)) & 0x7fffff) << 8) | (count & 0xff);
   auto w = std::make_shared<WorkState>(
       im.engine, "group", im.ctx, im.seq, im.rank, size(),
-      OpGroup(*im.engine, im.members, im.rank, tags::make(im.ctx, tags::internal, payload), im.ctx,
+      OpGroup(*im.engine, im.members, im.rank, tags::make(im.ctx, tags::internal, payload), nullptr,
               im.transport, im.hosts));
   std::vector<int> sub(ranks.begin(), ranks.end());
   std::vector<Record> all(sub.size());

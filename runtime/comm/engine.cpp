@@ -32,13 +32,8 @@ std::string describe_signature(uint32_t signature) {
 
 }  // namespace
 
-namespace {
-std::atomic<uint32_t> engines_created{0};
-}  // namespace
-
 Engine::Engine(std::shared_ptr<transport::Transport> transport, const Config& config)
-    : serial(engines_created++),
-      transport_(std::move(transport)),
+    : transport_(std::move(transport)),
       config_(config),
       spin_(std::chrono::microseconds(config.spin_us)) {
   ctx_held_[0] = true;  // the world

@@ -1,7 +1,7 @@
 // How much of its vCPUs' time a virtual machine's host took for other guests (/proc/stat's
 // steal). Bursts of it slow collectives several times over: a collective waits for its slowest
 // rank, and every busy vCPU can be the stolen one. The helper threads stand down while it lasts
-// (collectives/steal_watch.h), and the perf binaries print it under their table, so that a noisy
+// (collectives/shm/steal_watch.h), and the perf binaries print it under their table, so that a noisy
 // row can be told from a slow library.
 #pragma once
 

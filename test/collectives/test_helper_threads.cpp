@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/collectives/helped.h"
-#include "runtime/collectives/helper_threads.h"
+#include "runtime/collectives/shm/helped.h"
+#include "runtime/collectives/shm/helper_threads.h"
 
 namespace seam::test {
 

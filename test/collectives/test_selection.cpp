@@ -12,8 +12,8 @@
 #include "runtime/collectives/blocks.h"
 #include "runtime/collectives/host_layout.h"
 #include "runtime/collectives/selection.h"
-#include "runtime/collectives/shm_common.h"
-#include "runtime/collectives/shm_tuner.h"
+#include "runtime/collectives/shm/common.h"
+#include "runtime/collectives/shm/tuner.h"
 
 namespace seam::test {
 

@@ -2,7 +2,7 @@
 #include <cstdint>
 #include <doctest/doctest.h>
 
-#include "runtime/collectives/steal_watch.h"
+#include "runtime/collectives/shm/steal_watch.h"
 #include "runtime/exec/host_steal.h"
 
 namespace seam::test {

@@ -1,4 +1,4 @@
-// Integration check under mpirun: the shared-memory schedule tuner (shm_tuner.h) makes every
+// Integration check under mpirun: the shared-memory schedule tuner (shm/tuner.h) makes every
 // rank run the same schedule through its exploration, its verdict and its next exploration,
 // even when the ranks reach their calls at different times. Each rank sleeps before some calls
 // (a different pattern per rank) and interleaves two size classes of all-reduce, reduce-scatter

@@ -16,7 +16,7 @@
 #include "kernels/reduce/reduce.h"
 #include "seam/tensor.h"
 #include "runtime/collectives/schedules.h"
-#include "runtime/collectives/shm_tuner.h"
+#include "runtime/collectives/shm/tuner.h"
 #include "runtime/exec/host_steal.h"
 #include "tools/perf/busy_load.h"
 #include "tools/perf/device_runner.h"

@@ -1,5 +1,5 @@
 #include <cstdint>
-#include "runtime/collectives/shm_tuner.h"
+#include "runtime/collectives/shm/tuner.h"
 
 #include <algorithm>
 #include <bit>

@@ -1,5 +1,5 @@
 #include <cstdint>
-#include "runtime/collectives/shm_common.h"
+#include "runtime/collectives/shm/common.h"
 
 #include <algorithm>
 #include <atomic>
@@ -85,8 +85,8 @@ kernels::Store copy_store_for(size_t bytes, int ranks, bool destination_cached) 
 
 void BufferExchange::wake_if_complete(bool results) {
   // any_asleep's fence also orders this rank's flag before its look at the others' flags.
-  if (!g_.any_asleep(region_.members())) return;
-  if (all_published(results).blocking_peer() == -1) g_.wake_if_sleeping(region_.members());
+  if (!region_.any_asleep()) return;
+  if (all_published(results).blocking_peer() == -1) region_.wake_if_sleeping();
 }
 
 void BufferExchange::announce(uint64_t first_word, uint64_t second_word) {
@@ -99,7 +99,7 @@ PublishedAwaiter BufferExchange::peers_ready() {
 }
 
 void BufferExchange::wake_sleepers() {
-  if (g_.any_asleep(region_.members())) g_.wake_if_sleeping(region_.members());
+  if (region_.any_asleep()) region_.wake_if_sleeping();
 }
 
 PublishedAwaiter BufferExchange::rank_ready(int rank) {

@@ -1,5 +1,5 @@
 #include <cstdint>
-#include "runtime/collectives/shm_zero_copy.h"
+#include "runtime/collectives/shm/zero_copy.h"
 
 #include <algorithm>
 #include <vector>
@@ -7,9 +7,9 @@
 #include "kernels/reduce/reduce.h"
 #include "layouts/log.h"
 #include "runtime/collectives/blocks.h"
-#include "runtime/collectives/helped.h"
+#include "runtime/collectives/shm/helped.h"
 #include "runtime/collectives/scratch.h"
-#include "runtime/collectives/shm_common.h"
+#include "runtime/collectives/shm/common.h"
 #include "transports/shm/shared_host_memory.h"
 
 namespace seam::collectives {

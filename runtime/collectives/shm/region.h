@@ -1,12 +1,12 @@
 // A shared-memory region for the reductions that run straight out of shared memory: every
 // local rank of a group maps one segment holding, per rank, two input slots and two result
-// slots (alternating rounds) and a cache line of flags. A round is: each rank copies its contribution into its slot, publishes
-// the round number, waits until every peer published it, then reads the peers' slots directly.
+// slots (alternating rounds) and a cache line of flags. A round is: each rank copies its
+// contribution into its slot, publishes the round number, waits until every peer published it,
+// then reads the peers' slots directly.
 //
-// The Group interface has no handle to the shm transport, so regions are kept per set of
-// members (their world ranks) in this process and set up, on first use, by a handshake over the
-// group's own messages. Operations on one region run one at a time per process, in issue order
-// (the same order on every rank, as collective calls are).
+// The communicator's ShmBackend keeps a region per set of members, set up on first use by a
+// handshake over the group's own messages. Operations on one region run one at a time per
+// process, in issue order (the same order on every rank, as collective calls are).
 #pragma once
 
 #include <sys/types.h>
@@ -19,7 +19,8 @@
 #include <vector>
 
 #include "runtime/collectives/group.h"
-#include "runtime/collectives/shm_tuner.h"
+#include "runtime/collectives/shm/backend.h"
+#include "runtime/collectives/shm/tuner.h"
 #include "runtime/exec/task.h"
 #include "transports/shm/shm_segment.h"
 
@@ -33,16 +34,24 @@ struct CallSignature {
 
 class ShmRegion {
  public:
-  /// The region of communicator `communicator` whose members have these world ranks.
-  using Key = std::pair<uint64_t, std::vector<int>>;
-  explicit ShmRegion(Key key) : key_(std::move(key)), ranks_(static_cast<int>(key_.second.size())) {}
-  /// The key this process keeps the region under.
+  /// The region whose members have these world ranks, of `backend`'s communicator.
+  using Key = std::vector<int>;
+  ShmRegion(Key key, const ShmBackend& backend)
+      : key_(std::move(key)), doorbells_(backend.doorbells()), config_(backend.config()),
+        ranks_(static_cast<int>(key_.size())) {}
+  /// The key the backend keeps the region under.
   const Key& key() const { return key_; }
+  /// The backend's settings.
+  const ShmConfig& config() const { return config_; }
+  /// Whether any member is marked asleep, after this rank's stores (Doorbells::any_asleep).
+  bool any_asleep() const { return doorbells_.any_asleep(key_); }
+  /// Wakes the members marked asleep (Doorbells::wake_if_sleeping).
+  void wake_if_sleeping() const { doorbells_.wake_if_sleeping(key_); }
   /// Set once an operation failed on it: the next call sets up a fresh region.
   bool dropped = false;
   /// Gives the region its mapped segment (end of the set-up handshake) as the group's `rank`.
   void attach(std::unique_ptr<shm::SharedSegment> segment, size_t slot_bytes, int rank);
-  /// The choice between the slots and single-copy, per call size (see shm_tuner.h).
+  /// The choice between the slots and single-copy, per call size (see shm/tuner.h).
   ScheduleTuner& tuner() { return tuner_; }
   /// Removes the segment's name once every rank mapped it.
   void unlink() { segment_->unlink(); }
@@ -118,7 +127,7 @@ class ShmRegion {
   /// Whether rank r published a failure of `round`.
   bool failed(int rank, uint64_t round) const;
   /// The world ranks of the region's group (whom a publication may have to wake).
-  std::span<const int> members() const { return key_.second; }
+  std::span<const int> members() const { return key_; }
   /// The signature rank r published with `round` (valid until this rank publishes the next
   /// round, which its peers' next publication waits for: a peer is at most one round ahead, so
   /// the other parity's entry is the one it overwrites).
@@ -154,6 +163,8 @@ class ShmRegion {
   static_assert(sizeof(Flags) <= kFlagsBytes);
   Flags* flags(int rank) const { return reinterpret_cast<Flags*>(flags_ + rank * kFlagsBytes); }
   Key key_;
+  transport::Doorbells& doorbells_;
+  ShmConfig config_;
   std::unique_ptr<shm::SharedSegment> segment_;
   // Where the segment's per-rank flags and its slots begin (set by attach(): every call's
   // publications and copies compute their places from them).
@@ -170,17 +181,8 @@ class ShmRegion {
   ScheduleTuner tuner_;
 };
 
-/// Bytes of one slot: SEAM_CHUNK_BYTES, or half the L2 (256 KiB to 1 MiB). Rank 0's value holds
-/// for a region.
-size_t shm_slot_bytes();
-
-/// Drops this process's regions of communicator `communicator_id` (it was destroyed): their
-/// mappings go once no operation holds them, so an engine that makes and drops groups for its
-/// whole life stays in bounded memory.
-void release_regions(uint64_t communicator_id);
-
 /// Whether the group's collectives can run through a shared region: more than one rank, all
-/// reached through the shared-memory transport.
+/// reached through the shared-memory transport, whose backend the group has.
 bool shm_capable(const Group& g);
 
 /// One operation's exclusive use of a region. An operation that ends without finish() (it

@@ -14,7 +14,7 @@
 
 #include "seam/dtype.h"
 #include "runtime/collectives/group.h"
-#include "runtime/collectives/shm_region.h"
+#include "runtime/collectives/shm/region.h"
 
 namespace seam::collectives {
 

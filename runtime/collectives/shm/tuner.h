@@ -29,7 +29,7 @@
 #include <cstdint>
 #include <span>
 
-#include "runtime/collectives/shm_variant.h"
+#include "runtime/collectives/shm/variant.h"
 
 namespace seam::collectives {
 

@@ -1,27 +1,26 @@
-// Reductions and gathers straight out of shared memory (see shm_region.h), and the choice of
+// Reductions and gathers straight out of shared memory (see shm/region.h), and the choice of
 // schedule per call. Every rank copies its contribution for a round into its slot, publishes the
 // round, and once every peer has, reads the peers' slots directly: a reduction folds all ranks'
 // pieces in rank order in one pass (one rounding for half types, the same bits on every rank), a
 // gather copies them into place. Rounds are sized to the slot (SEAM_CHUNK_BYTES), so a round's
 // data stays in cache between the copy-in and the reads. Large calls skip the slots where the
-// ranks may read each other's memory and that measured faster (shm_single_copy.h; see
-// choose_schedule and shm_tuner.h), and calls on SharedHostMemory take shm_zero_copy.h.
+// ranks may read each other's memory and that measured faster (shm/single_copy.h; see
+// choose_schedule and shm/tuner.h), and calls on SharedHostMemory take shm/zero_copy.h.
 #include <cstdint>
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 
 #include "kernels/reduce/reduce.h"
-#include "layouts/config.h"
 #include "layouts/log.h"
 #include "runtime/collectives/blocks.h"
-#include "runtime/collectives/helped.h"
+#include "runtime/collectives/shm/helped.h"
 #include "runtime/collectives/schedules.h"
 #include "runtime/collectives/selection.h"
-#include "runtime/collectives/shm_common.h"
-#include "runtime/collectives/shm_single_copy.h"
-#include "runtime/collectives/shm_tuner.h"
-#include "runtime/collectives/shm_zero_copy.h"
+#include "runtime/collectives/shm/common.h"
+#include "runtime/collectives/shm/single_copy.h"
+#include "runtime/collectives/shm/tuner.h"
+#include "runtime/collectives/shm/zero_copy.h"
 #include "transports/shm/shared_host_memory.h"
 
 namespace seam::collectives {
@@ -41,10 +40,10 @@ size_t whole_fold_bytes(int ranks) {
 
 /// Whether an all-reduce of `bytes` among `ranks` through the slots folds in shares, unless the
 /// tuner chose each rank folding the whole buffer: always where SEAM_SHM_SCHEDULE pins the
-/// slots, else past whole_fold_bytes.
-bool all_reduce_in_shares(size_t bytes, int ranks, Schedule chosen) {
+/// slots, else past whole_fold_bytes of the region's ranks.
+bool all_reduce_in_shares(const ShmRegion& region, size_t bytes, Schedule chosen) {
   if (chosen == Schedule::slots_whole) return false;
-  return !Config::get().shm_schedule.empty() || bytes > whole_fold_bytes(ranks);
+  return !region.config().schedule.empty() || bytes > whole_fold_bytes(region.ranks());
 }
 
 /// Calls from this size whose buffers lie in SharedHostMemory take the zero-copy schedules;
@@ -80,7 +79,7 @@ constexpr size_t kSingleCopyReductionBytes = size_t{4} << 20;
 /// the slots' streaming stores win, as the kernel's copy reads every destination line first.
 ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes) {
   ScheduleTuner::Choice pinned;  // the slots
-  if (const std::string& forced = Config::get().shm_schedule; !forced.empty()) {  // SEAM_SHM_SCHEDULE
+  if (const std::string& forced = region.config().schedule; !forced.empty()) {  // SEAM_SHM_SCHEDULE
     if (forced == shm_variant_name(Schedule::slots_whole) && kind == Kind::all_reduce)
       pinned.schedule = Schedule::slots_whole;
     const bool single_copy = forced == shm_variant_name(Schedule::single_copy) ||
@@ -88,7 +87,7 @@ ScheduleTuner::Choice choose_schedule(ShmRegion& region, Kind kind, size_t bytes
     if (single_copy && region.single_copy()) pinned.schedule = Schedule::single_copy;
     return pinned;
   }
-  const int64_t setting = Config::get().shm_single_copy_bytes;
+  const int64_t setting = region.config().single_copy_bytes;
   if (region.single_copy() && setting > 0 && bytes >= static_cast<size_t>(setting)) {
     pinned.schedule = Schedule::single_copy;
     return pinned;
@@ -125,7 +124,7 @@ constexpr double kUnevenBlocks = 1.5;
 /// largest block's owner while it folds, and the second wait costs a turn. (The tuner times
 /// either as "the slots": a size class's calls of even and uneven blocks share its samples.)
 bool folds_even_shares(const ShmRegion& region, std::span<const size_t> counts) {
-  const std::string& forced = Config::get().shm_schedule;
+  const std::string& forced = region.config().schedule;
   if (!forced.empty()) return forced == shm_variant_name(Schedule::slots_balanced);
   if (region.oversubscribed()) return false;
   const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
@@ -190,7 +189,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
   // every rank copies all shares (all but its own where results stream: that one reached recv
   // with the fold). n times less reading than every rank folding everything, for one more flag
   // wait per round.
-  const bool in_shares = all_reduce_in_shares(count * es, n, choice.schedule);
+  const bool in_shares = all_reduce_in_shares(*region, count * es, choice.schedule);
   SEAM_LOG_DEBUG("all_reduce: shm schedule slots, {} ({} B)",
                  in_shares ? "in shares" : "every rank folding the whole buffer", count * es);
   BufferExchange exchange(

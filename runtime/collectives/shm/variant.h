@@ -1,4 +1,4 @@
-// How a shared-memory collective moves its data. The tuner (shm_tuner.h) chooses among the first
+// How a shared-memory collective moves its data. The tuner (shm/tuner.h) chooses among the first
 // three for calls on plain buffers (a reduce-scatter of uneven blocks takes slots-balanced for
 // the slots); calls whose buffers lie in SharedHostMemory go zero-copy.
 // Part of every call's signature, so ranks that disagree fail with a MismatchError instead of

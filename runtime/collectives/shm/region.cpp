@@ -1,5 +1,5 @@
 #include <cstdint>
-#include "runtime/collectives/shm_region.h"
+#include "runtime/collectives/shm/region.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -12,7 +12,6 @@
 #include <string>
 
 #include "kernels/reduce/cache_size.h"
-#include "layouts/config.h"
 #include "seam/errors.h"
 #include "layouts/log.h"
 #include "runtime/collectives/receive.h"
@@ -33,39 +32,11 @@ uint64_t probe_word = kProbeValue;
 constexpr uint32_t kSetupStep = 0x70;
 constexpr size_t kNameBytes = 128;
 
-struct RegionCache {
-  std::mutex mutex;
-  std::map<ShmRegion::Key, std::shared_ptr<ShmRegion>> regions;
-};
-
-/// Set when the cache is destroyed at exit: a communicator kept in a static object may be
-/// destroyed after it, and then has nothing left to release.
-bool cache_gone = false;
-
-RegionCache& cache() {
-  struct Owned : RegionCache {
-    ~Owned() { cache_gone = true; }
-  };
-  static Owned c;
-  return c;
-}
-
-/// The region this thread used last (the fast path of try_acquire_region).
-thread_local std::shared_ptr<ShmRegion> last_region;
-
-bool region_of(const Group& g, const ShmRegion::Key& key) {
-  const std::vector<int>& members = key.second;
-  const int n = g.size();
-  if (g.communicator_id() != key.first || static_cast<size_t>(n) != members.size()) return false;
-  for (int r = 0; r < n; ++r)
-    if (g.world_rank(r) != members[r]) return false;
+bool same_members(const Group& g, const ShmRegion::Key& members) {
+  if (static_cast<size_t>(g.size()) != members.size()) return false;
+  for (int r = 0; r < g.size(); ++r)
+    if (g.world_rank(r) != members[static_cast<size_t>(r)]) return false;
   return true;
-}
-
-ShmRegion::Key key_of(const Group& g) {
-  ShmRegion::Key key{g.communicator_id(), std::vector<int>(g.size())};
-  for (int r = 0; r < g.size(); ++r) key.second[r] = g.world_rank(r);
-  return key;
 }
 
 // The tuner's decisions, the tuner's start times (two per rank), then per rank: flags, two
@@ -118,7 +89,7 @@ comm::Task set_up(Group& g, ShmRegion& region) {
   Verdict verdict;
   std::vector<Acknowledgement> acks_received(n);
   if (g.rank() == 0) {
-    announced.slot_bytes = shm_slot_bytes();
+    announced.slot_bytes = region.config().slot_bytes;
     auto segment = shm::SharedSegment::create(shm::unique_segment_name("coll"),
                                               region_bytes(n, announced.slot_bytes));
     std::strncpy(announced.name, segment->name().c_str(), kNameBytes - 1);
@@ -248,7 +219,7 @@ void ShmRegion::decide(bool single_copy_allowed, bool single_copy_preferred, boo
   // A second thread a rank wherever there is a second core a rank; more pay less (the memory
   // system's bandwidth, not the cores', is what the second one reaches for).
   constexpr int kAutomaticMost = 3;
-  const int configured = Config::get().helper_threads;
+  const int configured = config_.helper_threads;
   helpers_automatic_ = configured < 0;
   helper_threads_ = configured >= 0 ? configured
                                     : std::clamp(cores / ranks() - 1, 0, kAutomaticMost);
@@ -283,29 +254,7 @@ CallSignature ShmRegion::signature_of(int rank, uint64_t round) const {
   return {flags(rank)->signature[round % 2].load(std::memory_order_relaxed)};
 }
 
-size_t shm_slot_bytes() {
-  if (Config::get().chunk_bytes) return Config::get().chunk_bytes;
-  // Half the core's L2, 256 KiB to 1 MiB: a round stays in the writer's L2 until the peers read
-  // it, and the rounds (each a wait for every rank) are as few as that allows.
-  return std::clamp(kernels::l2_cache_bytes() / 2, size_t{256} << 10, size_t{1} << 20);
-}
-
-void release_regions(uint64_t communicator_id) {
-  if (cache_gone) return;
-  std::lock_guard lock(cache().mutex);
-  auto& regions = cache().regions;
-  for (auto it = regions.begin(); it != regions.end();) {
-    if (it->first.first != communicator_id) {
-      ++it;
-      continue;
-    }
-    it->second->dropped = true;  // the fast path of this and other threads passes it by
-    it = regions.erase(it);
-  }
-  if (last_region && last_region->dropped) last_region.reset();
-}
-
-bool shm_capable(const Group& g) { return g.size() > 1 && g.transport_name() == "shm"; }
+bool shm_capable(const Group& g) { return g.size() > 1 && g.transport_name() == "shm" && g.shm(); }
 
 /// Whether every rank published `round` with this rank's call of it (the deferred wait of
 /// acquire_region, when it need not wait).
@@ -317,9 +266,8 @@ bool confirmed_at_once(const Group& g, const ShmRegion& region, uint64_t round) 
 }
 
 bool try_acquire_region(const Group& g, RegionLease& lease) {
-  const auto& region = last_region;
-  if (!region || region->dropped || region->busy || !region->ready() ||
-      !region_of(g, region->key()))
+  const auto& region = g.shm()->last;
+  if (!region || region->dropped || region->busy || !region->ready() || !same_members(g, region->key()))
     return false;
   if (region->unconfirmed_round) {
     if (!confirmed_at_once(g, *region, region->unconfirmed_round)) return false;
@@ -340,16 +288,7 @@ comm::Task acquire_region(Group& g, RegionLease& lease) {
 comm::Task reserve_region(Group& g, RegionLease& lease) {
   for (;;) {
     bool first = false;
-    {
-      std::lock_guard lock(cache().mutex);
-      auto key = key_of(g);
-      auto& entry = cache().regions[key];
-      if (!entry) {
-        entry = std::make_shared<ShmRegion>(std::move(key));
-        first = true;
-      }
-      lease.region_ = entry;
-    }
+    lease.region_ = g.shm()->region_for(g, first);
     ShmRegion* region = lease.region_.get();
     if (!first) {
       // An earlier operation's failed set-up drops the region it waited for: start again.
@@ -379,18 +318,14 @@ comm::Task complete_region(Group& g, RegionLease& lease) {
     region->unconfirmed_round = 0;
   }
   lease.reserved_only_ = false;
-  last_region = lease.region_;
+  g.shm()->last = lease.region_;
 }
 
 RegionLease::~RegionLease() {
   if (!region_) return;
   region_->busy = false;
   if (finished_) return;
-  region_->dropped = true;
-  if (cache_gone) return;
-  std::lock_guard lock(cache().mutex);
-  auto it = cache().regions.find(region_->key());
-  if (it != cache().regions.end() && it->second == region_) cache().regions.erase(it);
+  region_->dropped = true;  // the backend makes a fresh one for the next call
 }
 
 bool PublishedAwaiter::ready() {

@@ -1,11 +1,11 @@
-#include "runtime/collectives/helped.h"
+#include "runtime/collectives/shm/helped.h"
 
 #include <algorithm>
 
 #include "runtime/collectives/blocks.h"
-#include "runtime/collectives/helper_threads.h"
-#include "runtime/collectives/shm_region.h"
-#include "runtime/collectives/steal_watch.h"
+#include "runtime/collectives/shm/helper_threads.h"
+#include "runtime/collectives/shm/region.h"
+#include "runtime/collectives/shm/steal_watch.h"
 
 namespace seam::collectives {
 

@@ -4,7 +4,7 @@
 // a gather: no slots, each byte copied once by the kernel, which pins the peers' pages as it
 // copies. Every rank announces its buffers, works, and returns once every peer has read from it
 // and written into it (BufferExchange).
-#include "runtime/collectives/shm_single_copy.h"
+#include "runtime/collectives/shm/single_copy.h"
 
 #include <algorithm>
 #include <cassert>
@@ -12,11 +12,10 @@
 #include <functional>
 
 #include "kernels/reduce/reduce.h"
-#include "layouts/config.h"
 #include "runtime/collectives/blocks.h"
-#include "runtime/collectives/helped.h"
+#include "runtime/collectives/shm/helped.h"
 #include "runtime/collectives/scratch.h"
-#include "runtime/collectives/shm_common.h"
+#include "runtime/collectives/shm/common.h"
 
 namespace seam::collectives {
 namespace {
@@ -41,7 +40,7 @@ size_t single_copy_chunk_bytes(int ranks) {
 /// share, and the writes into the peers' buffers that balancing adds cost more than the wait for
 /// the largest block.
 bool balances_single_copy(const ShmRegion& region) {
-  const std::string& forced = Config::get().shm_schedule;
+  const std::string& forced = region.config().schedule;
   if (!forced.empty()) return forced == shm_variant_name(ShmVariant::single_copy_balanced);
   return !region.oversubscribed() && region.helper_threads() <= 1;
 }

@@ -1,4 +1,4 @@
-#include "runtime/collectives/helper_threads.h"
+#include "runtime/collectives/shm/helper_threads.h"
 
 #include <linux/futex.h>
 #include <pthread.h>

@@ -13,12 +13,11 @@
 #include <cstring>
 #include <exception>
 
-#include "layouts/config.h"
 #include "seam/errors.h"
 #include "layouts/log.h"
 #include "runtime/collectives/receive.h"
 #include "runtime/collectives/schedules.h"
-#include "runtime/collectives/shm_common.h"
+#include "runtime/collectives/shm/common.h"
 
 namespace seam::collectives {
 namespace {
@@ -112,13 +111,13 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
       co_await comm::run(complete);
     }
     // SEAM_SHM_SCHEDULE pins the eager schedule (slots-eager) or the gather's.
-    const std::string& forced = Config::get().shm_schedule;
+    const std::string& forced = region->config().schedule;
     const bool fits = bytes <= std::min(kEagerBytes, region->slot_bytes());
     const bool eager = fits && (forced.empty() || forced == shm_variant_name(ShmVariant::slots_eager));
     // Two ranks take shared memory for the kernel's copy, the root's core and its peer's each
     // moving part of the buffer (selection.cpp); without it (or with SEAM_SHM_SINGLE_COPY_BYTES
     // at 0), one message moves it as fast.
-    const bool single_copy = region->single_copy() && Config::get().shm_single_copy_bytes != 0;
+    const bool single_copy = region->single_copy() && region->config().single_copy_bytes != 0;
     const bool by_messages =
         forced.empty() && ((region->oversubscribed() && bytes <= kMessagesWhenOversubscribedBytes) ||
                            (two_ranks && !single_copy));

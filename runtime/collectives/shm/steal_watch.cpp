@@ -1,4 +1,4 @@
-#include "runtime/collectives/steal_watch.h"
+#include "runtime/collectives/shm/steal_watch.h"
 
 #include <atomic>
 #include <mutex>

@@ -1,4 +1,4 @@
-// Single-copy schedules of the shared-memory collectives (shm_schedules.cpp chooses them per
+// Single-copy schedules of the shared-memory collectives (shm/schedules.cpp chooses them per
 // call): each rank reads the peers' buffers and writes into them through the kernel
 // (process_vm_readv/_writev) instead of going through the slots.
 #pragma once
@@ -9,8 +9,8 @@
 
 #include "seam/dtype.h"
 #include "runtime/collectives/group.h"
-#include "runtime/collectives/shm_region.h"
-#include "runtime/collectives/shm_variant.h"
+#include "runtime/collectives/shm/region.h"
+#include "runtime/collectives/shm/variant.h"
 #include "runtime/exec/task.h"
 
 namespace seam::collectives {

@@ -1,5 +1,5 @@
-// What the shared-memory schedules (shm_schedules.cpp: through the slots or single-copy;
-// shm_zero_copy.cpp: on shared host memory) have in common: call signatures, store choice,
+// What the shared-memory schedules (shm/schedules.cpp: through the slots or single-copy;
+// shm/zero_copy.cpp: on shared host memory) have in common: call signatures, store choice,
 // peer order, and the rounds of publications and waits (waking the peers that sleep).
 #pragma once
 
@@ -13,8 +13,8 @@
 #include "seam/dtype.h"
 #include "runtime/collectives/group.h"
 #include "runtime/collectives/selection.h"
-#include "runtime/collectives/shm_region.h"
-#include "runtime/collectives/shm_variant.h"
+#include "runtime/collectives/shm/region.h"
+#include "runtime/collectives/shm/variant.h"
 
 namespace seam::collectives {
 
@@ -142,7 +142,7 @@ kernels::Store copy_store_for(size_t bytes, int ranks, bool destination_cached);
 
 // The communicator's driver spins a while, then sleeps until a message arrives, a peer wakes
 // it, or 1 ms passes; flags in the region move no transport. So every publication is followed,
-// before the rank waits, by a look for peers marked asleep (Group::any_asleep: a fence and a line
+// before the rank waits, by a look for peers marked asleep (ShmRegion::any_asleep: a fence and a line
 // per peer that only changes when it sleeps). Only where one sleeps, and every rank's flag of
 // the round is there, the ring. A sleeper is woken once, when its round is complete: a halted
 // vCPU is slow to run again, and a ring per publication would wake it up to n - 1 times a round.
