@@ -18,7 +18,6 @@
 #include "runtime/bootstrap/bootstrap.h"
 #include "runtime/collectives/collectives.h"
 #include "runtime/collectives/selection.h"
-#include "runtime/collectives/shm/region.h"
 #include "runtime/collectives/validate.h"
 #include "runtime/comm/comm_internal.h"
 #include "runtime/comm/composite_transport.h"

@@ -10,7 +10,7 @@
 #include "seam/errors.h"
 #include "layouts/log.h"
 #include "runtime/collectives/host_layout.h"
-#include "runtime/comm/comm_internal.h"
+#include "runtime/comm/host_link.h"
 #include "transports/cuda_peer/driver_api.h"
 #include "transports/cuda_peer/fd_channel.h"
 
@@ -217,7 +217,7 @@ DeviceCommunicatorImpl::DeviceCommunicatorImpl(std::shared_ptr<comm::Communicato
 }
 
 void DeviceCommunicatorImpl::make_two_levels(size_t chunk) {
-  const collectives::HostLayout* layout = host->impl().hosts.get();
+  const collectives::HostLayout* layout = comm::host_link::hosts(*host);
   if (!layout || !layout->two_level()) return;
   auto local_host = host->split(layout->host_index, layout->local_index);
   auto cross_host = host->split(layout->local_index, layout->host_index);
@@ -270,10 +270,9 @@ kernels::cuda::PeerSync DeviceCommunicatorImpl::sync(uint64_t signature) const {
 }
 
 cudaStreamCaptureStatus DeviceCommunicatorImpl::begin(DeviceCall call, cudaStream_t stream) {
-  auto& engine = *host->impl().engine;
-  if (engine.aborted() && !state->aborted())
+  if (comm::host_link::aborted(*host) && !state->aborted())
     state->abort(kernels::cuda::abort_code(kernels::cuda::kAbortUser, state_rank, -1),
-                 "the host communicator aborted: " + engine.abort_reason());
+                 "the host communicator aborted: " + comm::host_link::abort_reason(*host));
   if (state->aborted()) {
     state->abort_host();
     std::rethrow_exception(state->failure());

@@ -5,7 +5,7 @@
 #include "kernels/cuda/peer_sync.h"
 #include "seam/errors.h"
 #include "layouts/log.h"
-#include "runtime/comm/comm_internal.h"
+#include "runtime/comm/host_link.h"
 
 namespace seam::device {
 
@@ -103,14 +103,13 @@ std::string DeviceState::failure_text() const {
 }
 
 void DeviceState::abort_host() {
-  auto& engine = *host_->impl().engine;
-  if (engine.aborted()) return;
+  if (comm::host_link::aborted(*host_)) return;
   try {
     std::rethrow_exception(failure());
   } catch (const CommError& e) {
-    engine.abort_external(e.what(), e.peer());
+    comm::host_link::abort(*host_, e.what(), e.peer());
   } catch (const std::exception& e) {
-    engine.abort_external(e.what(), -1);
+    comm::host_link::abort(*host_, e.what(), -1);
   }
 }
 

@@ -7,7 +7,7 @@
 #include "kernels/cuda/host_wait.h"
 #include "kernels/cuda/peer_sync.h"
 #include "layouts/log.h"
-#include "runtime/comm/comm_internal.h"
+#include "runtime/comm/host_link.h"
 #include "seam/errors.h"
 
 namespace seam::device {
@@ -34,9 +34,9 @@ StagedPipeline::StagedPipeline(comm::Communicator& host, std::shared_ptr<DeviceS
   dup_ = host.duplicate();
   // A failure seen elsewhere (a kernel's give-up, a local peer's death, the caller) also ends the
   // host collective the progress thread waits in, rather than its deadline.
-  dup_->impl().engine->abort_probe = [s = state_]() -> std::string {
+  comm::host_link::set_abort_probe(*dup_, [s = state_]() -> std::string {
     return s->aborted() ? s->failure_text() : std::string();
-  };
+  });
   auto fail = [&](cudaError_t e, const char* what) {
     if (e == cudaSuccess) return;
     cudaGetLastError();
@@ -147,8 +147,7 @@ void StagedPipeline::chunk(const std::vector<Copy>& in, HostStep step, const std
 void StagedPipeline::abort_duplicate() {
   if (duplicate_aborted_ || !state_->aborted()) return;
   duplicate_aborted_ = true;
-  auto& engine = *dup_->impl().engine;
-  if (!engine.aborted()) engine.abort_external(state_->failure_text(), -1);
+  if (!comm::host_link::aborted(*dup_)) comm::host_link::abort(*dup_, state_->failure_text(), -1);
 }
 
 void StagedPipeline::run() {
@@ -166,19 +165,19 @@ void StagedPipeline::run() {
           // An idle engine reads its peers' abort notices only when driven; this thread is its
           // only driver.
           lock.unlock();
-          dup_->impl().engine->poll();
+          comm::host_link::poll(*dup_);
           lock.lock();
         }
         if (state_->aborted() && !duplicate_aborted_) {
           lock.unlock();
           abort_duplicate();
           lock.lock();
-        } else if (!state_->aborted() && dup_->impl().engine->aborted()) {
+        } else if (!state_->aborted() && comm::host_link::aborted(*dup_)) {
           // A peer's failure that reached this rank between calls (say a recv that refused its
           // send): later calls fail at once, and check() says so.
           lock.unlock();
           state_->abort(kernels::cuda::abort_code(kernels::cuda::kAbortUser, rank_, -1),
-                        "the staged path's communicator aborted: " + dup_->impl().engine->abort_reason());
+                        "the staged path's communicator aborted: " + comm::host_link::abort_reason(*dup_));
           lock.lock();
         }
       }

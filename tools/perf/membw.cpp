@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/reduce/reduce.h"
 #include "seam/tensor.h"
 #include "transports/shm/process_memory.h"
 
@@ -145,7 +146,73 @@ double copy_rate(comm::Communicator& comm, CopyFn copy_fn, size_t bytes, int thr
   return 2.0 * bytes * comm.size() / best;
 }
 
+/// How a rank moves its footprint: reads it (memchr for a byte the zero-filled buffer lacks: the
+/// C library's widest loads), or copies its first half onto the second, with memcpy or with the
+/// reduction kernels' streaming stores (no read of the destination lines first).
+enum class Move { read, copy, streaming_copy };
+
+/// Moves `bytes` `times` times. The barrier keeps the compiler from taking a call out of the loop.
+bool move_over(char* data, size_t bytes, int times, Move move) {
+  bool found = false;
+  for (int i = 0; i < times; ++i) {
+    asm volatile("" : : "r"(data) : "memory");
+    if (move == Move::read)
+      found |= std::memchr(data, 1, bytes) != nullptr;
+    else if (move == Move::copy)
+      std::memcpy(data + bytes / 2, data, bytes / 2);
+    else
+      kernels::copy(data + bytes / 2, data, bytes / 2, kernels::Store::streaming);
+  }
+  return found;
+}
+
+/// This rank's rate of move_over with `threads` threads, each moving its part `times` times once
+/// all have started: the bytes read plus written over the slowest thread's time.
+double rank_rate(char* data, size_t bytes, int threads, int times, Move move) {
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false}, found{false};
+  std::vector<double> seconds(static_cast<size_t>(threads));
+  auto part = [&](int t) {
+    const size_t begin = bytes / threads * t, end = t + 1 == threads ? bytes : bytes / threads * (t + 1);
+    ready.fetch_add(1);
+    while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+    const auto start = std::chrono::steady_clock::now();
+    if (move_over(data + begin, end - begin, times, move)) found = true;
+    seconds[static_cast<size_t>(t)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::vector<std::thread> workers;
+  for (int t = 1; t < threads; ++t) workers.emplace_back(part, t);
+  while (ready.load() < threads - 1) std::this_thread::yield();
+  go.store(true, std::memory_order_release);
+  part(0);
+  for (auto& w : workers) w.join();
+  const double slowest = *std::max_element(seconds.begin(), seconds.end());
+  return found || slowest <= 0 ? 0 : static_cast<double>(bytes) * times / slowest;
+}
+
 }  // namespace
+
+double bound_rate(comm::Communicator& comm, size_t bytes, int threads) {
+  bytes = std::max<size_t>(bytes, 128);
+  Buffer buffer(bytes);  // zero-filled: pages already faulted in
+  char* data = static_cast<char*>(buffer.data());
+  // About 16 MiB a measurement, so that the clock's and the threads' start are noise.
+  const int times = static_cast<int>(std::clamp<size_t>((size_t{16} << 20) / bytes, 1, 1 << 20));
+  double best = 0;
+  for (Move move : {Move::read, Move::copy, Move::streaming_copy}) {
+    move_over(data, bytes, 1, move);  // into the cache
+    for (int t : {1, threads}) {
+      if (t > 1 && bytes / static_cast<size_t>(t) < 4096) break;  // parts too small to split
+      for (int i = 0; i < kRepeats; ++i) {
+        comm.barrier().wait();
+        best = std::max(best, rank_rate(data, bytes, t, times, move));
+      }
+    }
+  }
+  // Each rank's best, summed: ranks that did not overlap exactly only raise the sum.
+  comm.all_reduce(&best, &best, 1, DType::f64, ReduceOp::sum).wait();
+  return best;
+}
 
 CopyBandwidth measure_copy_bandwidth(comm::Communicator& comm) {
   const size_t bytes = buffer_bytes();

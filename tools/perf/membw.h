@@ -19,4 +19,11 @@ struct CopyBandwidth {
 /// once, each rank with its share of its host's cores as threads. Collective.
 CopyBandwidth measure_copy_bandwidth(comm::Communicator& comm);
 
+/// The fastest rate at which all ranks at once move `bytes` of their own memory each, over and
+/// over from wherever they stay cached: bytes read plus written per second, summed over ranks,
+/// the fastest of a read (the C library's widest loads) and a copy (memcpy, and with streaming
+/// stores) of them, with one thread and with `threads`. %bound's W: a schedule whose ranks each touch `bytes` moves them
+/// no faster. Collective.
+double bound_rate(comm::Communicator& comm, size_t bytes, int threads);
+
 }  // namespace seam::perf

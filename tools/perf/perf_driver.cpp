@@ -148,6 +148,7 @@ struct Row {
   double sleeps = 0;              // sleeps per timed out-of-place call (the most on a rank)
   collectives::Algorithm algorithm{};  // what the timed out-of-place calls took
   std::string_view schedule;      // the shared-memory schedule of the timed out-of-place calls
+  double bound_rate = 0;          // bytes per second %bound reads B against (W)
 };
 
 /// Untimed calls before each row's out-of-place and MPI ones: -w, plus the calls in which the
@@ -182,6 +183,9 @@ class Driver {
       // Blocked collectives count all blocks; all-reduce and broadcast their one buffer.
       size_t count = s.offsets.empty() ? s.recv_count : s.offsets.back();
       Row row = measure(s);
+      // Host rows: the fastest rate of moving each rank's share of B, measured for the row (membw.h).
+      const double bound_bytes = c_.bound_bytes(static_cast<double>(count * es), n_);
+      row.bound_rate = device_ ? devbw_ : bound_rate(comm_, static_cast<size_t>(bound_bytes / n_), membw_.threads);
       wrong += row.wrong[0] + row.wrong[1];
       if (rank_ == 0) print_row(count * es, count, row);
     }
@@ -285,7 +289,7 @@ class Driver {
 
   void print_host_header() const {
     std::printf("# membw %.2f GB/s: memcpy bytes read + written per second, all %d ranks at once, "
-                "%d thread%s each\n",
+                "%d thread%s each, buffers past the last-level cache\n",
                 membw_.bytes_per_second / 1e9, n_, membw_.threads, membw_.threads == 1 ? "" : "s");
     if (membw_.kernel_bytes_per_second > 0)
       std::printf(
@@ -298,7 +302,10 @@ class Driver {
       std::printf("# cma: process_vm_readv not permitted here\n");
     std::printf("# time: median of -n %d iterations after -w %d (out-of-place and MPI: %d, so "
                 "the schedule tuner has settled), slowest rank; -c %d; seam/mpi and %%bound use "
-                "the out-of-place time\n",
+                "the out-of-place time\n"
+                "# %%bound: the bytes every schedule must read and write (B) over the fastest rate "
+                "at which all ranks at once read or copy B/n bytes each from the nearest cache "
+                "that holds them, measured per row (bound_rate)\n",
                 a_.iters, a_.warmup, settled_warmup(a_.warmup), a_.check ? 1 : 0);
     print_load_lines();
     std::printf(
@@ -367,8 +374,7 @@ class Driver {
                     row.seconds[2] > 0 ? row.seconds[0] / row.seconds[2] : 0.0);
     else
       std::snprintf(mpi, sizeof mpi, "%9s %8s", "n/a", "n/a");
-    double bound_seconds =
-        c_.bound_bytes(size, n_) / (device_ ? devbw_ : membw_.bytes_per_second);
+    const double bound_seconds = row.bound_rate > 0 ? c_.bound_bytes(size, n_) / row.bound_rate : 0;
     char sleeps[16];
     if (device_)
       std::snprintf(sleeps, sizeof sleeps, "%6s", "n/a");
