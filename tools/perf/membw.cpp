@@ -194,16 +194,20 @@ double rank_rate(char* data, size_t bytes, int threads, int times, Move move) {
 
 double bound_rate(comm::Communicator& comm, size_t bytes, int threads) {
   bytes = std::max<size_t>(bytes, 128);
-  Buffer buffer(bytes);  // zero-filled: pages already faulted in
+  // Zero-filled (pages already faulted in), on huge pages where the kernel gives them: fewer TLB
+  // misses than any buffer a row may have.
+  Buffer buffer(bytes, Pages::huge);
   char* data = static_cast<char*>(buffer.data());
-  // About 16 MiB a measurement, so that the clock's and the threads' start are noise.
-  const int times = static_cast<int>(std::clamp<size_t>((size_t{16} << 20) / bytes, 1, 1 << 20));
+  // About 16 MiB a measurement and two passes at least, so that the clock's and the threads'
+  // start are noise; the best of more repeats than the copy bandwidth's, as W must not fall short.
+  const int times = static_cast<int>(std::clamp<size_t>((size_t{16} << 20) / bytes, 2, 1 << 20));
+  constexpr int kBoundRepeats = 9;
   double best = 0;
   for (Move move : {Move::read, Move::copy, Move::streaming_copy}) {
     move_over(data, bytes, 1, move);  // into the cache
     for (int t : {1, threads}) {
       if (t > 1 && bytes / static_cast<size_t>(t) < 4096) break;  // parts too small to split
-      for (int i = 0; i < kRepeats; ++i) {
+      for (int i = 0; i < kBoundRepeats; ++i) {
         comm.barrier().wait();
         best = std::max(best, rank_rate(data, bytes, t, times, move));
       }

@@ -142,6 +142,9 @@ double median_seconds(int warmup, int iters, Call call, double* sleeps = nullptr
   return times[iters / 2];
 }
 
+/// Elements a row counts: all blocks of blocked collectives; all-reduce's and broadcast's one buffer.
+size_t row_count(const Shape& s) { return s.offsets.empty() ? s.recv_count : s.offsets.back(); }
+
 struct Row {
   double seconds[3] = {0, 0, 0};  // out-of-place, in-place, MPI (slowest rank's median)
   double wrong[2] = {0, 0};       // elements wrong, summed over ranks
@@ -175,19 +178,23 @@ class Driver {
     if (rank_ == 0) print_header();
     double wrong = 0;
     const size_t es = dtype_size(a_.dtype);
-    const auto ticks_before = comm::cpu_ticks();
-    // A row of 0 bytes (-b 0: what a call of nothing costs) is followed by one element.
+    // The rows' shapes, and on host buffers each row's W (membw.h: the fastest rate of moving a
+    // rank's share of B), measured before any row is timed so that no measurement runs between
+    // two rows. A row of 0 bytes (-b 0: what a call of nothing costs) is followed by one element.
+    std::vector<std::pair<Shape, double>> rows;
     for (double size = static_cast<double>(a_.min_bytes); size <= static_cast<double>(a_.max_bytes);
          size = size > 0 ? size * a_.factor : static_cast<double>(es)) {
       Shape s = c_.shape(static_cast<size_t>(size) / es, n_, rank_);
-      // Blocked collectives count all blocks; all-reduce and broadcast their one buffer.
-      size_t count = s.offsets.empty() ? s.recv_count : s.offsets.back();
+      const double bytes = c_.bound_bytes(static_cast<double>(row_count(s) * es), n_);
+      rows.emplace_back(std::move(s),
+                        device_ ? devbw_ : bound_rate(comm_, static_cast<size_t>(bytes / n_), membw_.threads));
+    }
+    const auto ticks_before = comm::cpu_ticks();
+    for (auto& [s, rate] : rows) {
       Row row = measure(s);
-      // Host rows: the fastest rate of moving each rank's share of B, measured for the row (membw.h).
-      const double bound_bytes = c_.bound_bytes(static_cast<double>(count * es), n_);
-      row.bound_rate = device_ ? devbw_ : bound_rate(comm_, static_cast<size_t>(bound_bytes / n_), membw_.threads);
+      row.bound_rate = rate;
       wrong += row.wrong[0] + row.wrong[1];
-      if (rank_ == 0) print_row(count * es, count, row);
+      if (rank_ == 0) print_row(row_count(s) * es, row_count(s), row);
     }
     steal_ = comm::steal_share(ticks_before, comm::cpu_ticks());
     return wrong;
