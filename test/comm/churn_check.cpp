@@ -1,6 +1,6 @@
 // Integration check under mpirun: an engine that makes and drops groups for its whole life.
 // Each cycle splits the world, runs an all-reduce through the new group's shared-memory region and
-// drops the group; resident memory and the files in /dev/shm must stay flat, and every dropped
+// drops the group; resident memory, the files in /dev/shm and the mapped regions must stay flat, and every dropped
 // group's communicator id must return (the next free id unchanged after the cycles). With --mixed, up to 6 groups (splits of the world and
 // groups of ranks 0 and 1) stay in use, and rank r destroys a retired one r % 3 cycles late, so
 // the ranks' free ids differ when they agree on the next one.
@@ -38,6 +38,18 @@ int shm_files() {
   if (DIR* d = opendir("/dev/shm")) {
     while (dirent* e = readdir(d)) n += std::strncmp(e->d_name, mine.c_str(), mine.size()) == 0;
     closedir(d);
+  }
+  return n;
+}
+
+/// Shared-memory collective regions this process maps (their segments' names end in "-coll"; each
+/// communicator owns its regions, which go with it).
+int mapped_regions() {
+  int n = 0;
+  if (FILE* f = std::fopen("/proc/self/maps", "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof line, f)) n += std::strstr(line, "/dev/shm/seam-") && std::strstr(line, "-coll");
+    std::fclose(f);
   }
   return n;
 }
@@ -91,21 +103,24 @@ int main(int argc, char** argv) {
     const uint32_t free_before = engine.free_context_from(1);
     const long rss_before = resident_kib();
     const int shm_before = shm_files();
+    const int regions_before = mapped_regions();
     for (int i = 0; i < cycles; ++i) cycle();
     world->barrier().wait();
     const uint32_t free_after = engine.free_context_from(1);
     const long grown = resident_kib() - rss_before;
     const int shm_after = shm_files();
+    const int regions_after = mapped_regions();
     std::printf("rank %d: %d split/all-reduce/drop cycles: resident %+ld KiB, /dev/shm files %d -> %d, "
-                "next free communicator id %u -> %u\n",
-                world->rank(), cycles, grown, shm_before, shm_after, free_before, free_after);
+                "mapped regions %d -> %d, next free communicator id %u -> %u\n",
+                world->rank(), cycles, grown, shm_before, shm_after, regions_before, regions_after, free_before,
+                free_after);
     if (!mixed && free_after != free_before) {
       std::fprintf(stderr, "rank %d: communicator ids leak with the cycles\n", world->rank());
       return 1;
     }
     // Before regions were released, each cycle kept about 2.4 MB mapped at 2 ranks.
-    if (grown > 64 * 1024 || shm_after > shm_before) {
-      std::fprintf(stderr, "rank %d: memory or /dev/shm grew with the cycles\n", world->rank());
+    if (grown > 64 * 1024 || shm_after > shm_before || regions_after > regions_before) {
+      std::fprintf(stderr, "rank %d: memory, /dev/shm or the mapped regions grew with the cycles\n", world->rank());
       return 1;
     }
   } catch (const std::exception& e) {
