@@ -79,11 +79,11 @@ class Communicator {
   Work send(const void* data, size_t bytes, int peer, uint32_t tag = 0);
   Work recv(void* data, size_t bytes, int peer, uint32_t tag = 0);
 
-  /// For the runtime only.
+  /// For the runtime only (it alone can make a CommunicatorImpl).
   explicit Communicator(std::unique_ptr<CommunicatorImpl> impl);
-  CommunicatorImpl& impl() { return *impl_; }
 
  private:
+  friend struct CommunicatorAccess;  // runtime-internal
   std::unique_ptr<CommunicatorImpl> impl_;
 };
 

@@ -94,11 +94,11 @@ class DeviceCommunicator {
   /// Aborts the communicator: kernels in flight on this rank give up, later calls fail.
   void abort(const std::string& reason);
 
-  /// For the runtime only.
+  /// For the runtime only (it alone can make a DeviceCommunicatorImpl).
   explicit DeviceCommunicator(std::unique_ptr<DeviceCommunicatorImpl> impl);
-  DeviceCommunicatorImpl& impl() { return *impl_; }
 
  private:
+  friend struct DeviceCommunicatorAccess;  // runtime-internal
   std::unique_ptr<DeviceCommunicatorImpl> impl_;
 };
 

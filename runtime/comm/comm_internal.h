@@ -380,4 +380,9 @@ class CommunicatorImpl {
   std::vector<std::pair<uint64_t, uint32_t>> group_creations;  // (member-list hash, count)
 };
 
+/// How the runtime reaches a Communicator's implementation (private in the public header).
+struct CommunicatorAccess {
+  static CommunicatorImpl& of(Communicator& c) { return *c.impl_; }
+};
+
 }  // namespace seam::comm

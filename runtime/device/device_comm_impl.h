@@ -16,6 +16,7 @@
 #include "kernels/quant/norm_quant.h"
 #include "seam/tensor.h"
 #include "seam/communicator.h"
+#include "seam/device_communicator.h"
 #include "runtime/device/device_state.h"
 #include "runtime/device/device_work.h"
 #include "runtime/device/pointer_check.h"
@@ -103,5 +104,10 @@ class DeviceCommunicatorImpl {
 
 /// A 64-bit fingerprint of a call (kind, dtype, op, root, counts) that peers compare on the GPU.
 uint64_t call_signature(DeviceCall call, int dtype, int op, int root, const size_t* counts, size_t n);
+
+/// How the runtime reaches a DeviceCommunicator's implementation (private in the public header).
+struct DeviceCommunicatorAccess {
+  static DeviceCommunicatorImpl& of(DeviceCommunicator& c) { return *c.impl_; }
+};
 
 }  // namespace seam::device

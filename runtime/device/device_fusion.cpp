@@ -42,7 +42,7 @@ std::optional<FusedRead> run_fused(FusedState& s, const FusionArgs& args) {
     return FusedRead{out, args.residual};
   }
   if (comm->path() != "peer" ||
-      select_all_reduce(partial.bytes(), comm->size(), comm->impl().algo_override) != kernels::cuda::DeviceAlgo::one_shot)
+      select_all_reduce(partial.bytes(), comm->size(), DeviceCommunicatorAccess::of(*comm).algo_override) != kernels::cuda::DeviceAlgo::one_shot)
     return std::nullopt;
   s.groups->traffic().record(group, boundary::rows::CollectiveKind::fused_all_reduce_norm, partial.bytes());
   comm->all_reduce_add_rms_norm(partial, args.residual, s.norm->spec(), out, current_stream());

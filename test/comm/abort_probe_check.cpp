@@ -17,7 +17,7 @@ int main() {
   world->barrier().wait();
   const auto t0 = Clock::now();
   if (world->rank() == 0) {
-    world->impl().engine->abort_probe = [t0]() -> std::string {
+    seam::comm::CommunicatorAccess::of(*world).engine->abort_probe = [t0]() -> std::string {
       return Clock::now() - t0 > std::chrono::milliseconds(300) ? "the probe found a failure" : "";
     };
     float x = 1, y = 0;

@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
     world->barrier().wait();
     // Every dropped group's id returns: the next free one stays where it was (a leak of one id a
     // cycle would run the ids out after 16,383 cycles).
-    auto& engine = *world->impl().engine;
+    auto& engine = *seam::comm::CommunicatorAccess::of(*world).engine;
     const uint32_t free_before = engine.free_context_from(1);
     const long rss_before = resident_kib();
     const int shm_before = shm_files();
