@@ -38,6 +38,10 @@ class Group {
   virtual const HostLayout* hosts() const { return nullptr; }
   /// Whether group rank `peer` sent this call a message of `step` that no receive took yet.
   virtual bool sent_unreceived(int /*peer*/, uint32_t /*step*/) { return false; }
+  /// Said by a schedule that compares every rank's call (collective, dtype, op, counts) itself
+  /// and fails them all alike, leaving the communicator in step: a peer's word that it made
+  /// another call is then left to the schedule.
+  virtual void compares_arguments() {}
 };
 
 }  // namespace seam::collectives

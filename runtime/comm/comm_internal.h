@@ -279,6 +279,9 @@ class OpGroup final : public collectives::Group {
   bool sent_unreceived(int peer, uint32_t step) override {
     return t_.unmatched_tag(world_rank(peer), tag_of(step), ~uint64_t{0}).has_value();
   }
+  void compares_arguments() override { compares_arguments_ = true; }
+  /// Whether the call's schedule compares the ranks' arguments itself (compares_arguments).
+  bool arguments_compared() const { return compares_arguments_; }
   /// The tag of the operation's messages before the step (for collectives: with the signature).
   uint64_t tag_base() const { return tag_base_; }
   /// The transport tag of a step: control steps go without the call signature.
@@ -294,6 +297,7 @@ class OpGroup final : public collectives::Group {
   uint64_t tag_base_;
   std::string_view name_;  // a literal or the engine's name
   std::shared_ptr<const collectives::HostLayout> hosts_;
+  bool compares_arguments_ = false;
 };
 
 class WorkState {

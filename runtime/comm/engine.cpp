@@ -141,6 +141,10 @@ bool Engine::judge_notice(int peer, const WaitNotice& n) {
     WorkState& w = *o;
     if (w.status != WorkState::Status::pending || w.identity != n.identity || w.seq != n.seq) continue;
     if (w.signature == n.signature && w.args == n.args) return true;  // the same call: the peer waits on another
+    // Another call where this rank's schedule compares the calls itself: it fails every rank
+    // that meets it alike, and failing here first would abort a communicator its error leaves
+    // usable. A peer that took another path fails by this rank's notice instead.
+    if (w.group.arguments_compared()) return true;
     const std::string msg =
         "seam: " + describe(w) + ": rank " + std::to_string(peer) + " called " + describe_signature(n.signature) +
         (w.signature == n.signature ? " with other arguments (count, root or blocks) than this rank"

@@ -17,6 +17,7 @@
 #include <exception>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "seam/errors.h"
@@ -163,6 +164,22 @@ bool blocks_mismatch_detected(seam::comm::Communicator& comm, bool gather, size_
   });
 }
 
+/// The blocks disagreement with the ranks coming late by different amounts (rank 0 by 5 ms,
+/// ranks from 2 by 40 ms), twice: the first failure drops the shared-memory region, so the
+/// second call sets up a fresh one, in which the ranks that wait for others tell them so (wait
+/// notices, after 10 ms). The schedule's own check must still fail every rank alike, leaving
+/// the communicator usable, rather than a notice aborting it first on the rank it reaches.
+bool late_ranks_mismatch_detected(seam::comm::Communicator& comm) {
+  const int me = comm.rank();
+  const auto late = std::chrono::milliseconds(me == 0 ? 5 : me == 1 ? 0 : 40);
+  bool ok = true;
+  for (int i = 0; i < 2; ++i) {
+    std::this_thread::sleep_for(late);
+    ok &= blocks_mismatch_detected(comm, true, 1000);
+  }
+  return ok;
+}
+
 /// Rank 0's buffer lies in SharedHostMemory (zero-copy schedule), the others' do not.
 bool shared_memory_mismatch_detected(seam::comm::Communicator& comm) {
   constexpr size_t kCount = 64 * 1024;  // past the zero-copy threshold
@@ -211,6 +228,7 @@ int main(int argc, char** argv) {
         ok &= mismatch_detected(*comm, 64, 64, DType::f32, DType::f32, ReduceOp::sum,
                                 ReduceOp::max, "sum vs max");
         ok &= shared_memory_mismatch_detected(*comm);
+        ok &= late_ranks_mismatch_detected(*comm);
       }
       // Still usable: a matching call gives the right sum.
       double one = 1.0;

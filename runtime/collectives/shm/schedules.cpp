@@ -156,6 +156,7 @@ using Copies = InlineVector<Helpers::Copy, 16>;
 
 comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, DType dtype,
                           ReduceOp op) {
+  g.compares_arguments();  // the region's call signatures
   RegionLease region;
   if (!try_acquire_region(g, region)) {
     comm::Task acquire = acquire_region(g, region);
@@ -246,6 +247,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
 
 comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char* send, char* out,
                               Blocks counts, DType dtype, ReduceOp op) {
+  g.compares_arguments();  // the region's call signatures
   RegionLease region;
   if (!try_acquire_region(g, region)) {
     comm::Task acquire = acquire_region(g, region);
@@ -375,6 +377,7 @@ comm::Task shm_all_gather_on(Group& g, RegionLease* held, std::string_view colle
                              const char* send, char* recv, Blocks counts, DType dtype) {
   // One coroutine frame whether the caller holds the region or not.
   RegionLease acquired;
+  if (!held) g.compares_arguments();  // the region's call signatures
   if (!held && !try_acquire_region(g, acquired)) {
     comm::Task acquire = acquire_region(g, acquired);
     co_await comm::run(acquire);
