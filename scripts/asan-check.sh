@@ -35,4 +35,4 @@ integration+='|mismatch_check_(np3|ucx_np2|stranding_ring_np3)|capi_.*|reduce_ke
 # but collectives_loopback*, 150-210 s each under ASan on 2 cores (the GCC run has them).
 units=$(ctest --test-dir "$build_dir" -N -L unit -E '^collectives_loopback' | sed -n 's/^ *Test *#[0-9]*: //p' |
         paste -sd '|')
-ctest --test-dir "$build_dir" --output-on-failure --timeout 300 -j 1 -R "^($units|$integration)\$"
+ctest --test-dir "$build_dir" --output-on-failure --timeout 300 -j 2 -R "^($units|$integration)\$"

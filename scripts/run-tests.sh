@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Sets everything up on a fresh Debian 12 machine and runs the sanitizer stages of the test suite:
 # the threaded parts under ThreadSanitizer, the tree under clang with ASan + UBSan (warnings as
-# errors) with a 45 s run of each fuzz target and the unit and integration tests that build runs.
+# errors) with a 30 s run of each fuzz target and the unit and integration tests that build runs.
 # The README's test command then runs every test on GCC's build with CTest, last, so that CI ends
 # with CTest's summary of the whole suite:
-#   scripts/run-tests.sh && ctest --test-dir build --output-on-failure --timeout 600
+#   scripts/run-tests.sh && ctest --test-dir build --output-on-failure --timeout 600 -j2
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -17,7 +17,7 @@ stage() {  # name, command...: runs it and says how long it took (CI has a time 
 # CI builds line tables only (SEAM_LINE_TABLES_ONLY): the build is what it waits for most.
 SEAM_CMAKE_ARGS="-DSEAM_LINE_TABLES_ONLY=ON" stage setup+build scripts/setup-debian.sh build
 stage tsan scripts/tsan-check.sh build-tsan
-stage asan+fuzz scripts/asan-check.sh build-asan 45
+stage asan+fuzz scripts/asan-check.sh build-asan 30
 # Without a GPU the gpu-labelled tests would only skip, a second or two each: the last run
 # (`ctest --test-dir build`, the README's test command after this script) leaves them out.
 custom=build/CTestCustom.cmake
