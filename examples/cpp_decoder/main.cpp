@@ -1,8 +1,11 @@
 // A two-layer decoder (attention + FFN per layer) on the installed layer-boundary planner, with
-// tensor parallelism 2. Run it plainly: with no SEAM_RANK set it starts its own 2 ranks (fork + exec)
-// over Seam's TCP store, as an engine launching its ranks would. Each rank runs the stack with tp = 2
-// (attention and FFN split by columns, partial sums completed by the boundaries) and again in-process
-// with tp = 1, and checks that the final-norm outputs agree. Exit 0 only when both ranks agree.
+// tensor parallelism 2, and with `--pp 2` also pipeline parallelism 2 (one layer per stage). Run it
+// plainly: with no SEAM_RANK set it starts its own tp * pp ranks (fork + exec) over Seam's TCP store,
+// as an engine launching its ranks would. Each rank runs its partition of the stack with tp = 2
+// (attention and FFN split by columns, partial sums completed by the boundaries; the first partition
+// hands its rows to the second through to_pp / from_pp), and the ranks of the last partition run the
+// whole stack again in-process with tp = pp = 1 and check that the final-norm outputs agree. Exit 0
+// only when every rank succeeds.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -29,7 +32,7 @@ namespace sb = seam::boundary;
 
 namespace {
 
-constexpr int kRanks = 2;                       // tensor parallelism of the run under test
+constexpr int kTp = 2;                          // tensor parallelism of the run under test
 constexpr int64_t kHidden = 64, kFfn = 96, kTokens = 5;
 constexpr int kLayers = 2;
 constexpr float kEps = 1e-6f;
@@ -97,16 +100,24 @@ struct Model {
   }
 };
 
-// One forward of the stack on `groups`; returns the final-norm output of every token (row t).
-Rows forward(const Model& model, sb::Groups& groups) {
+// One forward of this rank's partition of the stack on `groups`; returns the final-norm output of
+// every token (row t), or nothing on a partition that hands its rows on to the next.
+std::optional<Rows> forward(const Model& model, sb::Groups& groups) {
+  const int pp = groups.config().pp, stage = groups.pp_rank();
+  const int first_layer = kLayers * stage / pp, end_layer = kLayers * (stage + 1) / pp;  // this partition's
   std::vector<Rows> weights = model.norms;  // the norms keep views of their weights
   std::vector<sb::Norm> norms;
   for (Rows& w : weights) norms.emplace_back(view(w, 1, kHidden), kEps);
-  // Construction, once per layer: the guide's Qwen3 fragment.
+  // Construction, once per layer: the guide's Qwen3 fragment. A partition after a pipeline cut
+  // declares its producer (the previous partition's last FFN) through before_pipeline_cut(); one
+  // that ends before the stack does hands off to the pipeline.
   std::vector<sb::Stage> stages;
-  for (int l = 0; l < kLayers; ++l) {
-    const sb::StageNeighbours around{.previous = l ? std::optional(sb::declare_ffn()) : std::nullopt,
-                                     .terminal = l == kLayers - 1};
+  for (int l = first_layer; l < end_layer; ++l) {
+    std::optional<sb::StageDeclaration> previous;
+    if (l > 0) previous = l == first_layer ? sb::declare_ffn().before_pipeline_cut() : sb::declare_ffn();
+    const sb::StageNeighbours around{.previous = previous,
+                                     .terminal = l == kLayers - 1,
+                                     .hands_off_to_pipeline = l == end_layer - 1 && end_layer < kLayers};
     for (sb::Stage& s : sb::make_stages(groups, {{sb::declare_attn(), &norms[2 * l]}, {sb::declare_ffn(), &norms[2 * l + 1]}},
                                         around))
       stages.push_back(std::move(s));
@@ -121,10 +132,15 @@ Rows forward(const Model& model, sb::Groups& groups) {
   for (int64_t i = kTokens * kHidden; i < fwd.local_rows() * kHidden; ++i) embedding[static_cast<size_t>(i)] = 0.f;
   std::vector<Rows> outputs(2 * kLayers);  // each lives until the next boundary has read it
 
-  seam::residual::start(fwd);
-  sb::LayerOutput h(view(embedding, fwd.local_rows(), kHidden));
-  for (int l = 0; l < kLayers; ++l) {
-    sb::Stage &attn = stages[2 * l], &mlp = stages[2 * l + 1];
+  sb::LayerOutput h;
+  if (first_layer == 0) {
+    seam::residual::start(fwd);
+    h = sb::LayerOutput(view(embedding, fwd.local_rows(), kHidden));
+  } else {
+    h = stages[0].from_pp(fwd);  // what the previous partition's to_pp sent
+  }
+  for (int l = first_layer; l < end_layer; ++l) {
+    sb::Stage &attn = stages[2 * (l - first_layer)], &mlp = stages[2 * (l - first_layer) + 1];
     Rows &attn_out = outputs[2 * l], &mlp_out = outputs[2 * l + 1];
     seam::Tensor x = attn.prepare(h, fwd).values;
     attn_out.assign(static_cast<size_t>(x.rows * kHidden), 0.f);
@@ -139,6 +155,10 @@ Rows forward(const Model& model, sb::Groups& groups) {
     if (k > 1 && !exit.flags().compute_skips_sum())
       groups.all_reduce(sb::Group::TP, view(mlp_out, x.rows, kHidden)).wait();
     h = exit.finish(view(mlp_out, x.rows, kHidden));
+  }
+  if (end_layer < kLayers) {
+    seam::residual::to_pp(h, fwd);
+    return std::nullopt;
   }
   const seam::Tensor y = seam::residual::norm(h, fwd, norms.back());
 
@@ -169,20 +189,20 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
-// The engine's launcher: starts kRanks copies of this program with the store environment and
-// waits for them (killing both if they outlive a deadline).
-int launch(char** argv) {
+// The engine's launcher: starts `ranks` copies of this program with the store environment and
+// waits for them (killing all if they outlive a deadline).
+int launch(int ranks, char** argv) {
   std::random_device rd;
   char token[33];  // 128 random bits: the store refuses short or guessable tokens
   std::snprintf(token, sizeof(token), "%08x%08x%08x%08x", rd(), rd(), rd(), rd());
   const std::string addr = "127.0.0.1:" + std::to_string(free_port());
   std::vector<pid_t> pids;
-  for (int r = 0; r < kRanks; ++r) {
+  for (int r = 0; r < ranks; ++r) {
     const pid_t pid = fork();
     if (pid == 0) {
       setenv("SEAM_STORE_ADDR", addr.c_str(), 1);
       setenv("SEAM_RANK", std::to_string(r).c_str(), 1);
-      setenv("SEAM_WORLD_SIZE", std::to_string(kRanks).c_str(), 1);
+      setenv("SEAM_WORLD_SIZE", std::to_string(ranks).c_str(), 1);
       setenv("SEAM_JOB_TOKEN", token, 1);
       setenv("SEAM_TIMEOUT_MS", "30000", 0);  // a lost peer fails the run instead of hanging it
       unsetenv("PMIX_NAMESPACE");             // not started by mpirun, whatever the parent was
@@ -215,31 +235,47 @@ int launch(char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
-  std::printf("cpp_decoder: %d ranks, %s\n", kRanks, failed ? "FAILED" : "both match the single-rank run");
+  std::printf("cpp_decoder: %d ranks, %s\n", ranks, failed ? "FAILED" : "every one succeeded");
   return failed ? 1 : 0;
 }
 
 }  // namespace
 
-int main(int, char** argv) {
-  if (!std::getenv("SEAM_RANK")) return launch(argv);
+int main(int argc, char** argv) {
+  const int pp = argc == 3 && std::string(argv[1]) == "--pp" ? std::atoi(argv[2]) : 1;
+  if (argc != 1 && pp == 1) {
+    std::fprintf(stderr, "usage: cpp_decoder [--pp 2]\n");
+    return 2;
+  }
+  if (!std::getenv("SEAM_RANK")) return launch(kTp * pp, argv);
   try {
     auto world = seam::comm::Communicator::create_world();
     const Model model;
-    sb::Groups tp(world, sb::ParallelConfig::make(kRanks));
-    sb::Groups one;  // tp = 1 in this process: nothing communicates
-    const Rows got = forward(model, tp), want = forward(model, one);
-    // Relative to the value, or to 1 for the small ones (normalised rows are of order 1).
-    double error = 0;
-    int64_t held = 0;
-    for (size_t i = 0; i < want.size(); ++i) {
-      if (std::isnan(got[i])) continue;  // a token on another rank's slice
-      ++held;
-      error = std::fmax(error, std::fabs(got[i] - want[i]) / std::fmax(1.0, std::fabs(want[i])));
+    sb::ParallelConfig config = sb::ParallelConfig::make(kTp);
+    config.pp = pp;
+    sb::Groups groups(world, config);
+    const std::optional<Rows> result = forward(model, groups);
+    int ok = 1;
+    if (!result) {
+      std::printf("rank %d: pipeline stage %d handed its rows on\n", world->rank(), groups.pp_rank());
+    } else {
+      sb::Groups one;  // tp = pp = 1 in this process: nothing communicates
+      const Rows& got = *result;
+      const Rows want = *forward(model, one);
+      // Relative to the value, or to 1 for the small ones (normalised rows are of order 1).
+      double error = 0;
+      int64_t held = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        if (std::isnan(got[i])) continue;  // a token on another rank's slice
+        ++held;
+        error = std::fmax(error, std::fabs(got[i] - want[i]) / std::fmax(1.0, std::fabs(want[i])));
+      }
+      ok = held > 0 && error <= kTolerance;
+      std::printf("rank %d: %d-layer decoder, tp %d pp %d vs tp 1: %lld tokens, max relative error %.2g %s\n",
+                  world->rank(), kLayers, kTp, pp, static_cast<long long>(held / kHidden), error, ok ? "ok" : "WRONG");
     }
-    const bool ok = held > 0 && error <= kTolerance;
-    std::printf("rank %d: %d-layer decoder, tp %d vs tp 1: %lld tokens, max relative error %.2g %s\n",
-                world->rank(), kLayers, kRanks, static_cast<long long>(held / kHidden), error, ok ? "ok" : "WRONG");
+    // Every rank learns the verdict, and none leaves while the others still use the world.
+    world->all_reduce(&ok, &ok, 1, seam::DType::i32, seam::ReduceOp::min).wait();
     return ok ? 0 : 1;
   } catch (const seam::Error& e) {
     std::fprintf(stderr, "cpp_decoder: %s\n", e.what());

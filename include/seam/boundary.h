@@ -1,9 +1,10 @@
 // The layer-boundary planner for engines (the guide's layer_boundary module): declare each stage,
 // build the stages of a layer with make_stages once, then per forward start the residual stream,
 // call prepare / finish / exit around compute, and leave the stack through residual::norm.
-// v1 covers host tensors, one stream per stage (no two-batch overlap), no pipeline parallelism,
-// and the plain residual operations (ADD updates, NORM_READ / NORM_QUANT_READ reads); anything else
-// throws NotSupportedError.
+// Pipeline parallelism: a partition that ends before the stack does leaves through residual::to_pp,
+// and the next partition enters through its first stage's from_pp. v1 covers host tensors, one
+// stream per stage (no two-batch overlap), and the plain residual operations (ADD updates,
+// NORM_READ / NORM_QUANT_READ reads); anything else throws NotSupportedError.
 #pragma once
 
 #include <cstdint>
@@ -45,8 +46,8 @@ struct Access;  // Seam's own tools reach the internals through it (build tree o
 /// built on it.
 class Groups {
  public:
-  /// Builds every group; collective over `world`, whose size must be config.tp (ValueError otherwise,
-  /// and for inconsistent sizes; NotSupportedError for pp > 1).
+  /// Builds every group; collective over `world`, whose size must be config.tp * config.pp
+  /// (ValueError otherwise, and for inconsistent sizes). World rank = pp rank * tp + TP rank.
   Groups(std::shared_ptr<comm::Communicator> world, const ParallelConfig& config);
   /// A single-rank world (tp = pp = 1): every group has one rank and nothing communicates.
   explicit Groups(const ParallelConfig& config = {});
@@ -58,6 +59,8 @@ class Groups {
   const ParallelConfig& config() const;
   /// This rank's position in its TP group.
   int tp_rank() const;
+  /// This rank's pipeline stage (0 .. pp-1): the partition of the layer stack it runs.
+  int pp_rank() const;
   /// Number of ranks in `group`, and this rank's position in it.
   int size(Group group) const;
   int rank_in(Group group) const;
@@ -165,6 +168,11 @@ class Stage {
   LayerOutput finish(const Tensor& output, Forward& forward);
   /// Opens the exit scope of an FFN or single-stage mixer (UsageError on a PARTIAL attention).
   StageExit exit(Forward& forward);
+  /// Pipeline reception, instead of residual::start on a partition's first stage: receives what
+  /// the previous pipeline stage's to_pp sent (same TP rank) and rebuilds the residual stream from
+  /// it. The rows live in `forward`'s buffers until the forward ends. UsageError unless the
+  /// stage's previous declaration went through before_pipeline_cut(); ValueError on pipeline stage 0.
+  LayerOutput from_pp(Forward& forward);
   /// Two lines per bound batch variant (input path, output path): which collective runs where.
   std::vector<std::string> describe() const;
 
@@ -176,9 +184,10 @@ class Stage {
   std::unique_ptr<Impl> impl_;
 };
 
-/// Connects the items in order (previous / following / terminal from `neighbours`) and binds each
-/// to `groups`, as the guide's make_stages. NotSupportedError for what v1 does not run (pipeline
-/// handoff, prepared branches, MHC reads or updates).
+/// Connects the items in order (previous / following / terminal / hands_off_to_pipeline from
+/// `neighbours`) and binds each to `groups`, as the guide's make_stages. A partition after a
+/// pipeline cut passes `previous` through before_pipeline_cut(). NotSupportedError for what v1
+/// does not run (prepared branches, MHC reads or updates).
 std::vector<Stage> make_stages(Groups& groups, std::vector<StageItem> items, const StageNeighbours& neighbours = {},
                                const StackOptions& options = {});
 
@@ -222,6 +231,12 @@ struct NormOptions {
   /// On a batch of 0 rows skip the norm kernel (owed collectives still run).
   bool skip_empty = false;
 };
+
+/// Leaves a partition that ends before the stack does (built with hands_off_to_pipeline): completes
+/// what h owes except a declared partial sum, which the receiver's from_pp completes; releases the
+/// stream and sends hidden states and residual to the same TP rank of the next pipeline stage.
+/// Returns once the rows have left this rank's buffers. ValueError on the last pipeline stage.
+void to_pp(const LayerOutput& h, boundary::Forward& forward);
 
 /// Leaves the stack: completes h, releases the stream, applies the residual add and `norm`.
 /// Returns the normalised rows, in `norm`'s workspace (valid until its next call).

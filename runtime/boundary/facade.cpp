@@ -31,8 +31,6 @@ namespace {
 rows::GroupKind kind_of(Group group) { return static_cast<rows::GroupKind>(group); }
 
 Topology topology_of(const ParallelConfig& config) {
-  if (config.pp != 1)
-    throw NotSupportedError("seam::boundary: pipeline parallelism (pp > 1) is not supported by the facade yet");
   Topology t;
   static_cast<ParallelConfig&>(t) = config;
   t.validate();
@@ -53,8 +51,6 @@ const residual::StageUpdate& update_of(const StageDeclaration& d) {
 }
 
 void check_neighbours(const StageNeighbours& n) {
-  if (n.hands_off_to_pipeline)
-    throw NotSupportedError("seam::boundary: pipeline handoff (hands_off_to_pipeline) is not supported by the facade yet");
   if (n.prepared_from)
     throw NotSupportedError("seam::boundary: prepared branches (prepared_from) are not supported by the facade yet");
   // The neighbours run the same residual operations as the facade's own stages.
@@ -81,6 +77,7 @@ Groups& Groups::operator=(Groups&&) noexcept = default;
 
 const ParallelConfig& Groups::config() const { return impl_->config; }
 int Groups::tp_rank() const { return impl_->groups.tp_rank(); }
+int Groups::pp_rank() const { return impl_->groups.pp_rank(); }
 int Groups::size(Group group) const { return impl_->groups.size(kind_of(group)); }
 int Groups::rank_in(Group group) const { return impl_->groups.rank_in(kind_of(group)); }
 comm::Communicator* Groups::communicator(Group group) const { return impl_->groups.comm(kind_of(group)); }
@@ -154,6 +151,17 @@ StageExit Stage::exit(Forward& forward) {
   return Access::exit(std::make_unique<StageExit::Impl>(*impl_->runner, Access::batch(forward)));
 }
 
+LayerOutput Stage::from_pp(Forward& forward) {
+  const StageDeclaration* previous = impl_->plan.declaration().previous();
+  if (!previous || !previous->hands_off_to_pipeline)
+    throw UsageError("seam::boundary: from_pp on a stage whose previous stage is not a pipeline cut (build it with "
+                     "previous = <the sender's last declaration>.before_pipeline_cut())");
+  Forward::Impl& f = Access::forward(forward);
+  if (f.groups.previous_stage() < 0)
+    throw ValueError("seam::boundary: from_pp on pipeline stage 0, which starts the stack (residual::start)");
+  return impl_->runner->from_pp(f.handoff.receive(), f.batch, update_of(*previous));
+}
+
 std::vector<std::string> Stage::describe() const { return describe_plan(impl_->plan.plan()); }
 
 std::vector<Stage> make_stages(Groups& groups, std::vector<StageItem> items, const StageNeighbours& neighbours,
@@ -191,7 +199,7 @@ std::vector<Stage> make_stages(Groups& groups, std::vector<StageItem> items, con
 
 // --- Forward ---
 
-Forward::Forward(Groups& groups, BatchFacts facts) : impl_(std::make_unique<Impl>()) {
+Forward::Forward(Groups& groups, BatchFacts facts) : impl_(std::make_unique<Impl>(Access::groups(groups))) {
   if (facts.dp_size() != groups.config().attn_dp)
     throw ValueError("seam::boundary::Forward: the batch facts describe " + std::to_string(facts.dp_size()) +
                      " DP replicas, the groups " + std::to_string(groups.config().attn_dp) + " (use Groups::batch)");
@@ -210,6 +218,15 @@ const ExitFlags& Forward::exit_flags() const { return impl_->batch.exit_flags; }
 namespace seam::residual {
 
 void start(boundary::Forward& forward) { start(boundary::Access::batch(forward)); }
+
+void to_pp(const LayerOutput& h, boundary::Forward& forward) {
+  boundary::Forward::Impl& f = boundary::Access::forward(forward);
+  if (f.groups.next_stage() < 0)  // before the stream is released
+    throw ValueError("seam::residual::to_pp: pipeline stage " + std::to_string(f.groups.pp_rank()) + " of " +
+                     std::to_string(f.groups.topology().pp) + " is the last: leave the stack through residual::norm");
+  const PpTensors pp = to_pp(h, f.batch);
+  f.handoff.send({pp.hidden_states, pp.residual, pp.has_residual, pp.declared_partial});
+}
 
 Tensor norm(const LayerOutput& h, boundary::Forward& forward, boundary::Norm& layernorm, const NormOptions& options) {
   auto capture = [&options](const Tensor& value, bool owned) { options.capture(value, owned); };

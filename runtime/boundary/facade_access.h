@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "runtime/boundary/rows/pp_handoff.h"
 #include "runtime/boundary/rows/process_groups.h"
 #include "runtime/boundary/runner.h"
 #include "runtime/boundary/stage.h"
@@ -36,7 +37,11 @@ struct StageExit::Impl {
 };
 
 struct Forward::Impl {
+  explicit Impl(rows::ProcessGroups& groups_) : groups(groups_), handoff(groups_) {}
+  rows::ProcessGroups& groups;
   residual::ForwardBatch batch;
+  /// Pipeline transfers of this forward: from_pp's rows live in its buffers.
+  rows::PipelineHandoff handoff;
 };
 
 struct Access {
@@ -46,6 +51,7 @@ struct Access {
   static const StageBoundary& plan(const Stage& s) { return s.impl_->plan; }
   static StageRunner& runner(Stage& s) { return *s.impl_->runner; }
   static residual::ForwardBatch& batch(Forward& f) { return f.impl_->batch; }
+  static Forward::Impl& forward(Forward& f) { return *f.impl_; }
   static Stage stage(std::unique_ptr<Stage::Impl> impl) { return Stage(std::move(impl)); }
   static StageExit exit(std::unique_ptr<StageExit::Impl> impl) { return StageExit(std::move(impl)); }
 };

@@ -1,7 +1,8 @@
 // The public planner facade (seam/boundary.h) on one rank: a two-layer attention + FFN stack run
 // through make_stages / prepare / finish / exit / residual::norm gives the rows the same stack gives
 // through the internal StageRunner (as tools/sim/driver.cpp drives it), bit for bit, and a
-// hand-computed reference; what v1 does not run is refused with NotSupportedError.
+// hand-computed reference; what v1 does not run is refused with NotSupportedError, and pipeline
+// calls where no pipeline cut is are refused before they change the stream.
 #include <cmath>
 #include <cstdint>
 #include <doctest/doctest.h>
@@ -236,15 +237,45 @@ TEST_CASE("facade: what v1 does not run is refused") {
   CHECK(norm.hidden() == kHidden);
   sb::AttnOptions mhc{.read = sb::MHC_READ, .update = sb::MHC_ATTENTION_UPDATE};
   CHECK_THROWS_AS(sb::make_stages(groups, {{sb::declare_attn(mhc), &norm}}), NotSupportedError);
-  CHECK_THROWS_AS(sb::make_stages(groups, {{sb::declare_ffn(), &norm}}, {.hands_off_to_pipeline = true}),
-                  NotSupportedError);
   CHECK_THROWS_AS(sb::make_stages(groups, {{sb::declare_ffn(), nullptr}}), ValueError);
   CHECK_THROWS_AS(sb::make_stages(groups, {{sb::declare_ffn(), &norm}}, {}, {.policy = sb::ReductionPolicy::AUTO}),
                   ValueError);
   sb::ParallelConfig pipeline;
   pipeline.pp = 2;
-  CHECK_THROWS_AS(sb::Groups{pipeline}, NotSupportedError);
+  CHECK_THROWS_AS(sb::Groups{pipeline}, ValueError);  // a single-rank world has pp 1
   CHECK_THROWS_AS(sb::Groups{sb::ParallelConfig::make(2)}, ValueError);  // a single-rank world has tp 1
   const int64_t two_replicas[] = {1, 1};
   CHECK_THROWS_AS(groups.batch(two_replicas), ValueError);
+}
+
+TEST_CASE("facade: pipeline calls where no pipeline cut is are refused before they change anything") {
+  Model m;
+  sb::Groups groups;
+  sb::Norm attn_norm(m.norm_weight(0), kEps), ffn_norm(m.norm_weight(1), kEps), final_norm(m.norm_weight(2), kEps);
+  std::vector<sb::Stage> stages =
+      sb::make_stages(groups, {{sb::declare_attn(), &attn_norm}, {sb::declare_ffn(), &ffn_norm}}, {.terminal = true});
+  const int64_t tokens[] = {kTokens};
+  sb::Forward forward(groups, groups.batch(tokens));
+  // The stack's first stage has no pipeline cut before it.
+  CHECK_THROWS_AS(stages[0].from_pp(forward), UsageError);
+  // A partition after a cut, on the only pipeline stage: nothing to receive from.
+  std::vector<sb::Stage> after_cut = sb::make_stages(
+      groups, {{sb::declare_attn(), &attn_norm}}, {.previous = sb::declare_ffn().before_pipeline_cut()});
+  CHECK_THROWS_AS(after_cut[0].from_pp(forward), ValueError);
+  // A hand-off on the last pipeline stage is refused with the stream intact: the stack still runs.
+  Rows embedding = m.embedding, attn_out(embedding.size()), ffn_out(embedding.size());
+  residual::start(forward);
+  sb::LayerOutput h(view(embedding, kTokens, kHidden));
+  CHECK_THROWS_AS(residual::to_pp(h, forward), ValueError);
+  Tensor x = stages[0].prepare(h, forward).values;
+  m.attention(0, x, attn_out);
+  h = stages[0].finish(view(attn_out, kTokens, kHidden), forward);
+  x = stages[1].prepare(h, forward).values;
+  sb::StageExit exit = stages[1].exit(forward);
+  m.ffn(0, x, ffn_out);
+  h = exit.finish(view(ffn_out, kTokens, kHidden));
+  const Rows y = copy_rows(residual::norm(h, forward, final_norm));
+  double sum_squares = 0;
+  for (float v : y) sum_squares += double(v) * v;
+  CHECK(sum_squares / static_cast<double>(y.size()) > 0.1);
 }

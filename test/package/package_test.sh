@@ -35,8 +35,10 @@ PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" cc -std=c99 -o "$work/c_allreduce_p
 cmake -S "$source/examples/cpp_allreduce" -B "$work/cpp" -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/cpp-configure.log"
 cmake --build "$work/cpp" >"$work/cpp-build.log"
 "$mpiexec" --allow-run-as-root --oversubscribe --bind-to none -n 3 "$work/cpp/cpp_allreduce"
-# The planner facade: a two-layer decoder at tp = 2 against its own tp = 1 run, ranks started by itself.
+# The planner facade: a two-layer decoder at tp = 2, then at tp = 2 x pp = 2 (one layer a pipeline
+# stage), against its own tp = 1 run, ranks started by itself.
 cmake -S "$source/examples/cpp_decoder" -B "$work/decoder" -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/decoder-configure.log"
 cmake --build "$work/decoder" >"$work/decoder-build.log"
 "$work/decoder/cpp_decoder"
+"$work/decoder/cpp_decoder" --pp 2
 echo "package test passed"
