@@ -10,7 +10,7 @@ configure_file(${PROJECT_SOURCE_DIR}/include/seam/version.h.in ${PROJECT_BINARY_
 set(seam_public_headers seam.h communicator.h work.h tensor.h dtype.h errors.h norm.h shared_host_memory.h
     boundary.h stage_declaration.h reduction_policy.h batch_facts.h parallel.h layer_output.h)
 if(SEAM_CUDA)
-  list(APPEND seam_public_headers device_communicator.h)
+  list(APPEND seam_public_headers device_communicator.h boundary_device.h)
 endif()
 list(TRANSFORM seam_public_headers PREPEND ${PROJECT_SOURCE_DIR}/include/seam/)
 install(FILES ${seam_public_headers} ${PROJECT_BINARY_DIR}/include/seam/version.h

@@ -4,8 +4,9 @@
 // as an engine launching its ranks would. Each rank runs its partition of the stack with tp = 2
 // (attention and FFN split by columns, partial sums completed by the boundaries; the first partition
 // hands its rows to the second through to_pp / from_pp), and the ranks of the last partition run the
-// whole stack again in-process with tp = pp = 1 and check that the final-norm outputs agree. Exit 0
-// only when every rank succeeds.
+// whole stack again in-process with tp = pp = 1 and check that the final-norm outputs agree. With
+// `--device` (Seam built with CUDA) the boundaries' tensors live on the GPU (DeviceBoundary), while
+// the model's compute stays on the host. Exit 0 only when every rank succeeds.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -16,12 +17,17 @@
 #include <seam/boundary.h>
 #include <seam/communicator.h>
 #include <seam/errors.h>
+#ifdef SEAM_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#include <seam/boundary_device.h>
+#endif
 
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <optional>
 #include <random>
 #include <string>
@@ -100,14 +106,68 @@ struct Model {
   }
 };
 
+// Where the boundaries' tensors live: host memory, or with --device this rank's GPU (the model's
+// compute below stays on the host, so its inputs and outputs cross with cudaMemcpy, which the
+// boundary work on the default stream is ordered with).
+class Memory {
+ public:
+  explicit Memory(bool on_gpu) : on_gpu_(on_gpu) {}
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+  ~Memory() {
+#ifdef SEAM_HAVE_CUDA
+    for (void* p : gpu_) cudaFree(p);
+#endif
+  }
+  // A rows x cols tensor holding `values`; it lives as long as this Memory.
+  seam::Tensor hold(const Rows& values, int64_t rows, int64_t cols) {
+    if (!on_gpu_) return view(host_.emplace_back(values), rows, cols);
+#ifdef SEAM_HAVE_CUDA
+    void* p = nullptr;
+    check(cudaMalloc(&p, values.size() * sizeof(float)));
+    gpu_.push_back(p);
+    check(cudaMemcpy(p, values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice));
+    int device = 0;
+    check(cudaGetDevice(&device));
+    return seam::Tensor::contiguous(p, seam::DType::f32, rows, cols, seam::Device::cuda(device));
+#endif
+    return {};
+  }
+  // t's rows in host memory, densely.
+  static Rows read(const seam::Tensor& t) {
+    Rows out(static_cast<size_t>(t.rows * t.cols));
+    if (!t.device.is_cuda()) {
+      for (int64_t r = 0; r < t.rows; ++r)
+        for (int64_t c = 0; c < t.cols; ++c) out[static_cast<size_t>(r * t.cols + c)] = at(t, r, c);
+      return out;
+    }
+#ifdef SEAM_HAVE_CUDA
+    const size_t width = static_cast<size_t>(t.cols) * sizeof(float);
+    check(cudaMemcpy2D(out.data(), width, t.data, static_cast<size_t>(t.row_stride) * sizeof(float), width,
+                       static_cast<size_t>(t.rows), cudaMemcpyDeviceToHost));
+#endif
+    return out;
+  }
+
+ private:
+#ifdef SEAM_HAVE_CUDA
+  static void check(cudaError_t e) {
+    if (e != cudaSuccess) throw seam::Error(std::string("cpp_decoder: CUDA: ") + cudaGetErrorString(e));
+  }
+  std::vector<void*> gpu_;
+#endif
+  bool on_gpu_;
+  std::deque<Rows> host_;
+};
+
 // One forward of this rank's partition of the stack on `groups`; returns the final-norm output of
 // every token (row t), or nothing on a partition that hands its rows on to the next.
-std::optional<Rows> forward(const Model& model, sb::Groups& groups) {
+std::optional<Rows> forward(const Model& model, sb::Groups& groups, bool on_gpu) {
   const int pp = groups.config().pp, stage = groups.pp_rank();
   const int first_layer = kLayers * stage / pp, end_layer = kLayers * (stage + 1) / pp;  // this partition's
-  std::vector<Rows> weights = model.norms;  // the norms keep views of their weights
+  Memory memory(on_gpu);
   std::vector<sb::Norm> norms;
-  for (Rows& w : weights) norms.emplace_back(view(w, 1, kHidden), kEps);
+  for (const Rows& w : model.norms) norms.emplace_back(memory.hold(w, 1, kHidden), kEps);
   // Construction, once per layer: the guide's Qwen3 fragment. A partition after a pipeline cut
   // declares its producer (the previous partition's last FFN) through before_pipeline_cut(); one
   // that ends before the stack does hands off to the pipeline.
@@ -130,46 +190,49 @@ std::optional<Rows> forward(const Model& model, sb::Groups& groups) {
   // updates it in place as the residual.
   Rows embedding = random_rows(7, fwd.local_rows() * kHidden, 1.f);
   for (int64_t i = kTokens * kHidden; i < fwd.local_rows() * kHidden; ++i) embedding[static_cast<size_t>(i)] = 0.f;
-  std::vector<Rows> outputs(2 * kLayers);  // each lives until the next boundary has read it
 
   sb::LayerOutput h;
   if (first_layer == 0) {
     seam::residual::start(fwd);
-    h = sb::LayerOutput(view(embedding, fwd.local_rows(), kHidden));
+    h = sb::LayerOutput(memory.hold(embedding, fwd.local_rows(), kHidden));
   } else {
     h = stages[0].from_pp(fwd);  // what the previous partition's to_pp sent
   }
+  Rows out;  // compute's output, before it moves to `memory` (which keeps it until the next boundary read it)
   for (int l = first_layer; l < end_layer; ++l) {
     sb::Stage &attn = stages[2 * (l - first_layer)], &mlp = stages[2 * (l - first_layer) + 1];
-    Rows &attn_out = outputs[2 * l], &mlp_out = outputs[2 * l + 1];
     seam::Tensor x = attn.prepare(h, fwd).values;
-    attn_out.assign(static_cast<size_t>(x.rows * kHidden), 0.f);
-    model.attention(l, x, attn_out, r, k);
-    h = attn.finish(view(attn_out, x.rows, kHidden), fwd);  // PARTIAL: the FFN's input completes the sum
+    Rows in = Memory::read(x);
+    out.assign(static_cast<size_t>(x.rows * kHidden), 0.f);
+    model.attention(l, view(in, x.rows, kHidden), out, r, k);
+    h = attn.finish(memory.hold(out, x.rows, kHidden), fwd);  // PARTIAL: the FFN's input completes the sum
 
     x = mlp.prepare(h, fwd).values;
-    mlp_out.assign(static_cast<size_t>(x.rows * kHidden), 0.f);
+    in = Memory::read(x);
+    out.assign(static_cast<size_t>(x.rows * kHidden), 0.f);
     sb::StageExit exit = mlp.exit(fwd);
-    model.ffn(l, x, mlp_out, r, k);
+    model.ffn(l, view(in, x.rows, kHidden), out, r, k);
+    const seam::Tensor y = memory.hold(out, x.rows, kHidden);
     // Compute completes its own sum unless the exit leaves it to the boundary.
-    if (k > 1 && !exit.flags().compute_skips_sum())
-      groups.all_reduce(sb::Group::TP, view(mlp_out, x.rows, kHidden)).wait();
-    h = exit.finish(view(mlp_out, x.rows, kHidden));
+    if (k > 1 && !exit.flags().compute_skips_sum()) groups.all_reduce(sb::Group::TP, y).wait();
+    h = exit.finish(y);
   }
   if (end_layer < kLayers) {
     seam::residual::to_pp(h, fwd);
     return std::nullopt;
   }
   const seam::Tensor y = seam::residual::norm(h, fwd, norms.back());
+  const Rows rows = Memory::read(y);
 
   // The final rows are this replica's rows, or this rank's attention-TP slice of them when the last
   // FFN reduce-scattered its output: place them at their tokens.
-  Rows out(static_cast<size_t>(kTokens * kHidden), NAN);
+  Rows result(static_cast<size_t>(kTokens * kHidden), NAN);
   const int64_t first = y.rows == fwd.local_rows() ? 0 : groups.rank_in(sb::Group::ATTN_TP) * y.rows;
   for (int64_t t = 0; t < y.rows; ++t)
     if (first + t < kTokens)
-      for (int64_t c = 0; c < kHidden; ++c) out[static_cast<size_t>((first + t) * kHidden + c)] = at(y, t, c);
-  return out;
+      for (int64_t c = 0; c < kHidden; ++c)
+        result[static_cast<size_t>((first + t) * kHidden + c)] = rows[static_cast<size_t>(t * kHidden + c)];
+  return result;
 }
 
 // A free port on the loopback, as seam_local_launcher picks one: bind port 0, read what was given.
@@ -242,9 +305,26 @@ int launch(int ranks, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int pp = argc == 3 && std::string(argv[1]) == "--pp" ? std::atoi(argv[2]) : 1;
-  if (argc != 1 && pp == 1) {
-    std::fprintf(stderr, "usage: cpp_decoder [--pp 2]\n");
+  int pp = 1;
+  bool on_gpu = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--pp" && i + 1 < argc) {
+      pp = std::atoi(argv[++i]);
+    } else if (arg == "--device") {
+      on_gpu = true;
+    } else {
+      pp = 0;
+    }
+  }
+#ifndef SEAM_HAVE_CUDA
+  if (on_gpu) {
+    std::fprintf(stderr, "cpp_decoder: --device needs Seam built with CUDA (seam::cuda)\n");
+    return 2;
+  }
+#endif
+  if (pp < 1 || pp > kLayers) {
+    std::fprintf(stderr, "usage: cpp_decoder [--pp 1|2] [--device]\n");
     return 2;
   }
   if (!std::getenv("SEAM_RANK")) return launch(kTp * pp, argv);
@@ -254,14 +334,20 @@ int main(int argc, char** argv) {
     sb::ParallelConfig config = sb::ParallelConfig::make(kTp);
     config.pp = pp;
     sb::Groups groups(world, config);
-    const std::optional<Rows> result = forward(model, groups);
+#ifdef SEAM_HAVE_CUDA
+    int gpus = 1;
+    if (on_gpu && cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 1;
+    // The boundaries of these groups run on this rank's GPU (the ranks share the GPUs round-robin).
+    const auto gpu = on_gpu ? sb::DeviceBoundary::attach(groups, world->rank() % gpus) : nullptr;
+#endif
+    const std::optional<Rows> result = forward(model, groups, on_gpu);
     int ok = 1;
     if (!result) {
       std::printf("rank %d: pipeline stage %d handed its rows on\n", world->rank(), groups.pp_rank());
     } else {
       sb::Groups one;  // tp = pp = 1 in this process: nothing communicates
       const Rows& got = *result;
-      const Rows want = *forward(model, one);
+      const Rows want = *forward(model, one, false);
       // Relative to the value, or to 1 for the small ones (normalised rows are of order 1).
       double error = 0;
       int64_t held = 0;
@@ -271,8 +357,9 @@ int main(int argc, char** argv) {
         error = std::fmax(error, std::fabs(got[i] - want[i]) / std::fmax(1.0, std::fabs(want[i])));
       }
       ok = held > 0 && error <= kTolerance;
-      std::printf("rank %d: %d-layer decoder, tp %d pp %d vs tp 1: %lld tokens, max relative error %.2g %s\n",
-                  world->rank(), kLayers, kTp, pp, static_cast<long long>(held / kHidden), error, ok ? "ok" : "WRONG");
+      std::printf("rank %d: %d-layer decoder, tp %d pp %d on the %s vs tp 1: %lld tokens, max relative error %.2g %s\n",
+                  world->rank(), kLayers, kTp, pp, on_gpu ? "GPU" : "host", static_cast<long long>(held / kHidden),
+                  error, ok ? "ok" : "WRONG");
     }
     // Every rank learns the verdict, and none leaves while the others still use the world.
     world->all_reduce(&ok, &ok, 1, seam::DType::i32, seam::ReduceOp::min).wait();

@@ -2,9 +2,10 @@
 // build the stages of a layer with make_stages once, then per forward start the residual stream,
 // call prepare / finish / exit around compute, and leave the stack through residual::norm.
 // Pipeline parallelism: a partition that ends before the stack does leaves through residual::to_pp,
-// and the next partition enters through its first stage's from_pp. v1 covers host tensors, one
-// stream per stage (no two-batch overlap), and the plain residual operations (ADD updates,
-// NORM_READ / NORM_QUANT_READ reads); anything else throws NotSupportedError.
+// and the next partition enters through its first stage's from_pp. Tensors live in host memory, or
+// on the GPU once one is attached to the Groups (seam/boundary_device.h, library seam::cuda). v1
+// covers one stream per stage (no two-batch overlap) and the plain residual operations (ADD
+// updates, NORM_READ / NORM_QUANT_READ reads); anything else throws NotSupportedError.
 #pragma once
 
 #include <cstdint>
@@ -66,7 +67,7 @@ class Groups {
   int rank_in(Group group) const;
   /// The communicator of `group`; null for a group of one rank.
   comm::Communicator* communicator(Group group) const;
-  /// inout := the sum over `group` of every rank's inout (host tensors, contiguous). Compute calls it
+  /// inout := the sum over `group` of every rank's inout (contiguous). Compute calls it
   /// for its own output sum when the open exit's flags do not let it skip the sum.
   comm::Work all_reduce(Group group, const Tensor& inout);
   /// The facts of one forward: real tokens of every attention-DP replica (one count per replica).
@@ -89,7 +90,7 @@ class Groups {
 /// must outlive the norm; a norm must outlive the stages built with it.
 class Norm {
  public:
-  /// weight: one row of `hidden` elements (fp32/bf16/fp16), host memory.
+  /// weight: one row of `hidden` elements (fp32/bf16/fp16), in the memory of the rows it normalises.
   Norm(const Tensor& weight, float eps, kernels::NormWeight form = kernels::NormWeight::plain);
   ~Norm();
   Norm(Norm&&) noexcept;

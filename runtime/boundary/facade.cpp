@@ -67,10 +67,10 @@ void check_neighbours(const StageNeighbours& n) {
 
 Groups::Groups(std::shared_ptr<comm::Communicator> world, const ParallelConfig& config) {
   if (!world) throw ValueError("seam::boundary::Groups: no world communicator");
-  impl_ = std::make_unique<Impl>(Impl{rows::ProcessGroups(std::move(world), topology_of(config)), config, nullptr});
+  impl_ = std::make_unique<Impl>(Impl{rows::ProcessGroups(std::move(world), topology_of(config)), config, nullptr, {}, nullptr});
 }
 Groups::Groups(const ParallelConfig& config)
-    : impl_(std::make_unique<Impl>(Impl{rows::ProcessGroups(topology_of(config)), config, nullptr})) {}
+    : impl_(std::make_unique<Impl>(Impl{rows::ProcessGroups(topology_of(config)), config, nullptr, {}, nullptr})) {}
 Groups::~Groups() = default;
 Groups::Groups(Groups&&) noexcept = default;
 Groups& Groups::operator=(Groups&&) noexcept = default;
@@ -83,8 +83,6 @@ int Groups::rank_in(Group group) const { return impl_->groups.rank_in(kind_of(gr
 comm::Communicator* Groups::communicator(Group group) const { return impl_->groups.comm(kind_of(group)); }
 
 comm::Work Groups::all_reduce(Group group, const Tensor& inout) {
-  if (inout.device.is_cuda())
-    throw NotSupportedError("seam::boundary: device tensors are not supported by the facade yet");
   return rows::all_reduce(impl_->groups, kind_of(group), inout);
 }
 
@@ -103,11 +101,8 @@ std::vector<std::string> Groups::traffic() const { return impl_->groups.traffic(
 
 // --- Norm ---
 
-Norm::Norm(const Tensor& weight, float eps, kernels::NormWeight form) {
-  if (weight.device.is_cuda())
-    throw NotSupportedError("seam::boundary: device tensors are not supported by the facade yet");
-  impl_ = std::unique_ptr<Impl>(new Impl{residual::RmsNorm(weight, eps, form)});
-}
+Norm::Norm(const Tensor& weight, float eps, kernels::NormWeight form)
+    : impl_(new Impl{residual::RmsNorm(weight, eps, form)}) {}
 Norm::~Norm() = default;
 Norm::Norm(Norm&&) noexcept = default;
 Norm& Norm::operator=(Norm&&) noexcept = default;
@@ -170,9 +165,9 @@ std::vector<Stage> make_stages(Groups& groups, std::vector<StageItem> items, con
   rows::ProcessGroups& pg = Access::groups(groups);
   std::shared_ptr<const FusionProvider> fusion;
   if (options.builtin_fusion) {
-    std::shared_ptr<const FusionProvider>& shared = Access::impl(groups).host_fusion;
-    if (!shared) shared = std::make_shared<rows::HostAllReduceNormFusion>(pg);
-    fusion = shared;
+    Groups::Impl& g = Access::impl(groups);
+    if (!g.device_fusion && !g.host_fusion) g.host_fusion = std::make_shared<rows::HostAllReduceNormFusion>(pg);
+    fusion = g.device_fusion ? g.device_fusion : g.host_fusion;
   }
   std::vector<StageSpec> specs;
   std::vector<residual::RmsNorm*> norms;
@@ -199,7 +194,8 @@ std::vector<Stage> make_stages(Groups& groups, std::vector<StageItem> items, con
 
 // --- Forward ---
 
-Forward::Forward(Groups& groups, BatchFacts facts) : impl_(std::make_unique<Impl>(Access::groups(groups))) {
+Forward::Forward(Groups& groups, BatchFacts facts)
+    : impl_(std::make_unique<Impl>(Access::groups(groups), Access::impl(groups).device)) {
   if (facts.dp_size() != groups.config().attn_dp)
     throw ValueError("seam::boundary::Forward: the batch facts describe " + std::to_string(facts.dp_size()) +
                      " DP replicas, the groups " + std::to_string(groups.config().attn_dp) + " (use Groups::batch)");

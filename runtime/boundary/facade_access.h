@@ -19,6 +19,9 @@ struct Groups::Impl {
   ParallelConfig config;
   /// The built-in fusion, made on first use and shared by every stack on these groups.
   std::shared_ptr<const FusionProvider> host_fusion;
+  /// Where a GPU is attached (DeviceBoundary): its device and fused boundary, else host memory.
+  Device device;
+  std::shared_ptr<const FusionProvider> device_fusion;
 };
 
 struct Norm::Impl {
@@ -37,7 +40,7 @@ struct StageExit::Impl {
 };
 
 struct Forward::Impl {
-  explicit Impl(rows::ProcessGroups& groups_) : groups(groups_), handoff(groups_) {}
+  Impl(rows::ProcessGroups& groups_, Device device) : groups(groups_), handoff(groups_, device) {}
   rows::ProcessGroups& groups;
   residual::ForwardBatch batch;
   /// Pipeline transfers of this forward: from_pp's rows live in its buffers.

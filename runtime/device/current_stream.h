@@ -8,6 +8,8 @@ namespace seam::device {
 
 /// The calling thread's current stream: the legacy default stream (0) until a StreamGuard sets one.
 cudaStream_t current_stream();
+/// Sets the calling thread's current stream (the public StreamScope restores it itself).
+void set_current_stream(cudaStream_t stream);
 
 /// Makes `stream` the calling thread's current stream for the guard's life, then restores the
 /// previous one.

@@ -12,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
 # Exactly the public headers are installed (device_communicator.h where Seam was built with CUDA).
 public="batch_facts.h boundary.h communicator.h detail/f16_soft.h dtype.h errors.h layer_output.h norm.h parallel.h reduction_policy.h seam.h shared_host_memory.h stage_declaration.h tensor.h version.h work.h"
-ls "$work"/prefix/lib*/libseam_cuda.so* >/dev/null 2>&1 && public="$public device_communicator.h"
+ls "$work"/prefix/lib*/libseam_cuda.so* >/dev/null 2>&1 && public="$public boundary_device.h device_communicator.h"
 installed=$(cd "$work/prefix/include/seam" && find . -type f | sed 's|^\./||' | sort | paste -sd' ')
 if [ "$installed" != "$(tr ' ' '\n' <<<"$public" | sort | paste -sd' ')" ]; then
   echo "FAIL: installed headers: $installed; the public ones: $public"
@@ -20,7 +20,7 @@ if [ "$installed" != "$(tr ' ' '\n' <<<"$public" | sort | paste -sd' ')" ]; then
 fi
 # Each public header compiles on its own, with nothing but the prefix on the include path.
 for h in $public; do
-  case $h in seam.h | version.h | device_communicator.h | detail/*) continue ;; esac
+  case $h in seam.h | version.h | device_communicator.h | boundary_device.h | detail/*) continue ;; esac
   echo "#include <seam/$h>" | c++ -std=c++20 -fsyntax-only -Wall -Wextra -Werror -I"$work/prefix/include" -x c++ - ||
     { echo "FAIL: <seam/$h> does not compile alone"; exit 1; }
 done
