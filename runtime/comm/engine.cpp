@@ -416,6 +416,9 @@ void Engine::poll() {
   if (aborted()) return;
   transport_->progress();
   step_all();
+  // Idle, no operation fails on a peer's abort notice: the engine takes it up itself.
+  if (!aborted())
+    if (std::string notice = transport_->job_aborted(); !notice.empty()) abort(notice, -1);
 }
 
 namespace {

@@ -621,6 +621,7 @@ class ShmTransportImpl final : public ShmTransport {
     abort_seen_ = true;
     const std::string why = abort_reason_of(origin);
     SEAM_LOG_DEBUG("{}", why);
+    notice_ = why;
     for (auto& p : peers_) {
       if (p.world_rank == rank_ || p.dead) continue;
       pump_in(p);
@@ -703,6 +704,8 @@ class ShmTransportImpl final : public ShmTransport {
     return std::nullopt;
   }
 
+  std::string job_aborted() override { return notice_; }
+
   std::string why_lost(int world_rank) override {
     return is_local(world_rank) ? peer(world_rank).death : std::string();
   }
@@ -781,6 +784,7 @@ class ShmTransportImpl final : public ShmTransport {
   RankArea* my_area_ = nullptr;
   SegmentHeader* header_ = nullptr;
   bool abort_seen_ = false;
+  std::string notice_;  // another rank's abort, once seen
   std::vector<Peer> peers_;
   uint32_t seen_doorbell_ = 0;
   uint64_t progress_calls_ = 0;
