@@ -6,7 +6,6 @@
 
 #include "runtime/boundary/facade_access.h"
 #include "runtime/device/boundary_device.h"
-#include "runtime/device/current_stream.h"
 
 namespace seam::boundary {
 
@@ -33,10 +32,5 @@ DeviceBoundary::~DeviceBoundary() {
 
 int DeviceBoundary::device() const { return impl_->attached->device(); }
 void DeviceBoundary::check() const { impl_->attached->check(); }
-
-StreamScope::StreamScope(cudaStream_t stream) : previous_(device::current_stream()) {
-  device::set_current_stream(stream);
-}
-StreamScope::~StreamScope() { device::set_current_stream(previous_); }
 
 }  // namespace seam::boundary

@@ -8,8 +8,11 @@ thread_local cudaStream_t current = nullptr;
 cudaStream_t current_stream() { return current; }
 void set_current_stream(cudaStream_t stream) { current = stream; }
 
-StreamGuard::StreamGuard(cudaStream_t stream) : previous_(current) { current = stream; }
-
-StreamGuard::~StreamGuard() { current = previous_; }
-
 }  // namespace seam::device
+
+namespace seam::boundary {
+
+StreamScope::StreamScope(cudaStream_t stream) : previous_(device::current_stream()) { device::set_current_stream(stream); }
+StreamScope::~StreamScope() { device::set_current_stream(previous_); }
+
+}  // namespace seam::boundary

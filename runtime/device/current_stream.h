@@ -4,24 +4,16 @@
 
 #include <cuda_runtime_api.h>
 
+#include "seam/boundary_device.h"
+
 namespace seam::device {
 
-/// The calling thread's current stream: the legacy default stream (0) until a StreamGuard sets one.
+/// The calling thread's current stream: the legacy default stream (0) until a StreamScope sets one.
 cudaStream_t current_stream();
-/// Sets the calling thread's current stream (the public StreamScope restores it itself).
+/// Sets the calling thread's current stream (StreamScope restores the previous one).
 void set_current_stream(cudaStream_t stream);
 
-/// Makes `stream` the calling thread's current stream for the guard's life, then restores the
-/// previous one.
-class StreamGuard {
- public:
-  explicit StreamGuard(cudaStream_t stream);
-  ~StreamGuard();
-  StreamGuard(const StreamGuard&) = delete;
-  StreamGuard& operator=(const StreamGuard&) = delete;
-
- private:
-  cudaStream_t previous_;
-};
+/// Makes `stream` the calling thread's current stream for the guard's life (the public StreamScope).
+using StreamGuard = boundary::StreamScope;
 
 }  // namespace seam::device
