@@ -44,6 +44,12 @@ void check_op(std::string_view collective, ReduceOp op) {
                      " is not a seam::ReduceOp");
 }
 
+void check_reduction(std::string_view collective, DType dtype, ReduceOp op) {
+  check_dtype(collective, dtype);
+  check_op(collective, op);
+  check_reducible(collective, dtype);
+}
+
 size_t checked_bytes(std::string_view collective, size_t count, DType dtype, size_t times) {
   const size_t es = dtype_size(dtype);
   if (times != 0 && count > SIZE_MAX / es / times)

@@ -18,6 +18,8 @@ void check_rank(std::string_view collective, std::string_view role, int ranks, i
 /// TypeError unless dtype is one of DType's values; ValueError unless op is one of ReduceOp's.
 void check_dtype(std::string_view collective, DType dtype);
 void check_op(std::string_view collective, ReduceOp op);
+/// The three above for a reduction: dtype and op are valid, and dtype has a reduction kernel.
+void check_reduction(std::string_view collective, DType dtype, ReduceOp op);
 /// Bytes of count elements times `times` (ranks' blocks), ValueError where the product overflows.
 size_t checked_bytes(std::string_view collective, size_t count, DType dtype, size_t times = 1);
 /// Bytes of the counts' sum, ValueError where the sum or its bytes overflow.

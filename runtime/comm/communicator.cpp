@@ -540,9 +540,7 @@ using collectives::check_rank;
 Work Communicator::all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) {
   // Every check before the sequence number: a refused call leaves the communicator in step.
   constexpr std::string_view name = "all_reduce";
-  collectives::check_dtype(name, dtype);
-  collectives::check_op(name, op);
-  collectives::check_reducible(name, dtype);
+  collectives::check_reduction(name, dtype, op);
   const size_t bytes = collectives::checked_bytes(name, count, dtype);
   collectives::check_buffer(name, "the send buffer", send, bytes);
   collectives::check_buffer(name, "the receive buffer", recv, bytes);
@@ -554,9 +552,7 @@ Work Communicator::all_reduce(const void* send, void* recv, size_t count, DType 
 
 Work Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DType dtype, ReduceOp op) {
   constexpr std::string_view name = "reduce_scatter";
-  collectives::check_dtype(name, dtype);
-  collectives::check_op(name, op);
-  collectives::check_reducible(name, dtype);
+  collectives::check_reduction(name, dtype, op);
   const size_t recv_bytes = collectives::checked_bytes(name, recv_count, dtype);
   const size_t send_bytes = collectives::checked_bytes(name, recv_count, dtype, static_cast<size_t>(size()));
   collectives::check_buffer(name, "the send buffer", send, send_bytes);
@@ -572,9 +568,7 @@ Work Communicator::reduce_scatterv(const void* send, void* recv, std::span<const
                                    ReduceOp op) {
   constexpr std::string_view name = "reduce_scatterv";
   check_counts(name, size(), counts);
-  collectives::check_dtype(name, dtype);
-  collectives::check_op(name, op);
-  collectives::check_reducible(name, dtype);
+  collectives::check_reduction(name, dtype, op);
   const size_t send_bytes = collectives::checked_total_bytes(name, counts, dtype);
   const size_t recv_bytes = counts[static_cast<size_t>(rank())] * dtype_size(dtype);
   collectives::check_buffer(name, "the send buffer", send, send_bytes);
