@@ -75,6 +75,16 @@ std::vector<uint8_t> hello(int rank, char nonce_char = 'n') {
   return f;
 }
 
+/// Appends a SET frame of key "k" and value "v" to f.
+void put_set_kv(std::vector<uint8_t>& f) {
+  put_u32(f, 1 + 4 + 1 + 4 + 1);
+  f.push_back(static_cast<uint8_t>(StoreOp::set));
+  put_u32(f, 1);
+  f.push_back('k');
+  put_u32(f, 1);
+  f.push_back('v');
+}
+
 /// An AUTH frame with a proof of `proof_char` bytes.
 std::vector<uint8_t> auth(char proof_char) {
   std::vector<uint8_t> f;
@@ -227,12 +237,7 @@ TEST_CASE("store: wrong token, garbage, oversized and malformed messages are rej
   }
   SUBCASE("raw: a SET before HELLO") {
     std::vector<uint8_t> f;
-    put_u32(f, 1 + 4 + 1 + 4 + 1);
-    f.push_back(static_cast<uint8_t>(StoreOp::set));
-    put_u32(f, 1);
-    f.push_back('k');
-    put_u32(f, 1);
-    f.push_back('v');
+    put_set_kv(f);
     auto got = raw_exchange(port, f);
     CHECK(got.find("first message must be HELLO") != std::string::npos);
   }
@@ -250,12 +255,7 @@ TEST_CASE("store: wrong token, garbage, oversized and malformed messages are rej
   }
   SUBCASE("raw: a SET after HELLO, before AUTH") {
     auto f = hello(1);
-    put_u32(f, 1 + 4 + 1 + 4 + 1);
-    f.push_back(static_cast<uint8_t>(StoreOp::set));
-    put_u32(f, 1);
-    f.push_back('k');
-    put_u32(f, 1);
-    f.push_back('v');
+    put_set_kv(f);
     auto got = raw_exchange(port, f);
     CHECK(got.find("first message must be HELLO") != std::string::npos);
   }
