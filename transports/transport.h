@@ -94,8 +94,9 @@ class Transport {
   /// and the notice that names the cause may arrive just after the break, on another connection.
   virtual std::string abort_notice(std::chrono::milliseconds /*wait*/) { return {}; }
   /// The reason in another rank's abort notice once one has arrived (progress takes it in);
-  /// empty otherwise. An idle engine aborts on it: its communicators are unusable after it.
-  virtual std::string job_aborted() { return {}; }
+  /// empty otherwise (valid until the transport goes). An idle engine aborts on it: its
+  /// communicators are unusable after it. Asked at every poll: it copies nothing.
+  virtual std::string_view job_aborted() { return {}; }
   /// The tag of a message from world rank `peer` that arrived before any receive matched it and
   /// whose tag equals `tag` on the bits of `mask`, if there is one: how a caller that waits
   /// finds out that the peer sent under another tag (it called something else).

@@ -48,7 +48,7 @@ class OwningTransport final : public transport::Transport {
   std::string abort_notice(std::chrono::milliseconds wait) override {
     return t_->abort_notice(wait);
   }
-  std::string job_aborted() override { return t_->job_aborted(); }
+  std::string_view job_aborted() override { return t_->job_aborted(); }
   std::optional<uint64_t> unmatched_tag(int p, uint64_t tag, uint64_t mask) override {
     return t_->unmatched_tag(p, tag, mask);
   }

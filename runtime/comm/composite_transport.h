@@ -49,8 +49,8 @@ class CompositeTransport final : public transport::Transport, public transport::
   std::string why_lost(int peer) override { return route(peer).why_lost(peer); }
   /// Only other hosts' notices can trail a broken connection: a local peer's abort is in shared
   /// memory before its process exits.
-  std::string job_aborted() override {
-    std::string local = shm_->job_aborted();
+  std::string_view job_aborted() override {
+    const std::string_view local = shm_->job_aborted();
     return local.empty() ? remote_->job_aborted() : local;
   }
   std::string abort_notice(std::chrono::milliseconds wait) override {

@@ -418,7 +418,7 @@ void Engine::poll() {
   step_all();
   // Idle, no operation fails on a peer's abort notice: the engine takes it up itself.
   if (!aborted())
-    if (std::string notice = transport_->job_aborted(); !notice.empty()) abort(notice, -1);
+    if (const std::string_view notice = transport_->job_aborted(); !notice.empty()) abort(std::string(notice), -1);
 }
 
 namespace {

@@ -164,11 +164,10 @@ bool blocks_mismatch_detected(seam::comm::Communicator& comm, bool gather, size_
   });
 }
 
-/// The blocks disagreement with the ranks coming late by different amounts (rank 0 by 5 ms,
-/// ranks from 2 by 40 ms), twice: the first failure drops the shared-memory region, so the
-/// second call sets up a fresh one, in which the ranks that wait for others tell them so (wait
-/// notices, after 10 ms). The schedule's own check must still fail every rank alike, leaving
-/// the communicator usable, rather than a notice aborting it first on the rank it reaches.
+/// The blocks disagreement with the ranks late by different amounts, longer than a wait takes
+/// to send its notice, twice: the second call sets up a fresh region (the first failure dropped
+/// it), where a late rank's notice could reach a peer before the schedule compared the calls.
+/// The schedule's own check must still fail every rank alike and leave the communicator usable.
 bool late_ranks_mismatch_detected(seam::comm::Communicator& comm) {
   const int me = comm.rank();
   const auto late = std::chrono::milliseconds(me == 0 ? 5 : me == 1 ? 0 : 40);

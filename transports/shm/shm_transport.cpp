@@ -704,7 +704,7 @@ class ShmTransportImpl final : public ShmTransport {
     return std::nullopt;
   }
 
-  std::string job_aborted() override { return notice_; }
+  std::string_view job_aborted() override { return notice_; }
 
   std::string why_lost(int world_rank) override {
     return is_local(world_rank) ? peer(world_rank).death : std::string();

@@ -383,7 +383,7 @@ class UcxTransportImpl final : public UcxTransport {
       if (p.rank != t->rank_) t->mark_dead(p, why);
   }
 
-  std::string job_aborted() override { return notice_; }
+  std::string_view job_aborted() override { return notice_; }
 
   std::string abort_notice(std::chrono::milliseconds wait) override {
     const auto deadline = Clock::now() + wait;
