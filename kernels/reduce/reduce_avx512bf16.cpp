@@ -8,21 +8,8 @@
 
 #include "kernels/reduce/reduce_table.h"
 
-// clang has no GCC target pragma; its attribute region gives every function below the set.
-#ifdef __clang__
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c,prefer-vector-width=512")
-#endif
 #define SEAM_REDUCE_TABLE avx512bf16_kernels
-#define SEAM_REDUCE_STREAM 2
-#define SEAM_REDUCE_BF16 1
-#define SEAM_REDUCE_F16C 1
+#define SEAM_REDUCE_TARGET "avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c"
 #define SEAM_REDUCE_VECTOR_BYTES 64
+#define SEAM_REDUCE_BF16 1
 #include "kernels/reduce/reduce_kernels.inc"
-#ifdef __clang__
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif

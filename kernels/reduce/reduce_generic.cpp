@@ -9,7 +9,4 @@
 #include "seam/detail/f16_soft.h"
 
 #define SEAM_REDUCE_TABLE generic_kernels
-#define SEAM_REDUCE_STREAM 0
-#define SEAM_REDUCE_BF16 0
-#define SEAM_REDUCE_F16C 0
 #include "kernels/reduce/reduce_kernels.inc"
