@@ -2,101 +2,106 @@
 // each rank has a core and none is to spare and 1 ms elsewhere, shrinks back after long ones where
 // ranks share cores (and only there), never below the setting, never spins when the setting is
 // zero.
+#include <chrono>
+#include <initializer_list>
+
 #include <doctest/doctest.h>
 
 #include "runtime/comm/spin_budget.h"
 
 namespace seam::test {
+namespace {
 
 using namespace std::chrono_literals;
 using comm::SpinBudget;
 using comm::WaiterCore;
+using us = std::chrono::microseconds;
+
+constexpr WaiterCore shared = WaiterCore::shared;
+constexpr WaiterCore none_spare = WaiterCore::own_none_spare;
+constexpr WaiterCore with_spare = WaiterCore::own_with_spare;
+
+/// `times` sleeps of `slept` on `core`, after which the budget must be `then`.
+struct Step {
+  us slept;
+  WaiterCore core;
+  int times;
+  us then;
+};
+
+/// Runs the steps from a budget set to `setting`, checking the budget after each.
+void check_steps(us setting, std::initializer_list<Step> steps) {
+  SpinBudget spin(setting);
+  CHECK(spin.current() == setting);
+  int index = 0;
+  for (const Step& s : steps) {
+    for (int i = 0; i < s.times; ++i) spin.after_sleep(s.slept, s.core);
+    INFO("step " << index++);
+    CHECK(spin.current().count() == s.then.count());
+  }
+}
+
+}  // namespace
 
 TEST_CASE("where cores are shared, a wait that slept but ended within 1 ms doubles the spin") {
-  SpinBudget spin(50us);
-  CHECK(spin.current() == 50us);
-  // 200 us in all: a 100 us spin would have covered it.
-  spin.after_sleep(150us, WaiterCore::shared);
-  CHECK(spin.current() == 100us);
-  for (int i = 0; i < 3; ++i) spin.after_sleep(10us, WaiterCore::shared);
-  CHECK(spin.current() == 800us);
-  spin.after_sleep(200us, WaiterCore::shared);  // exactly the longest spin
-  CHECK(spin.current() == SpinBudget::kMaxSpin);
+  check_steps(50us, {
+                        {150us, shared, 1, 100us},  // 200 us in all: a 100 us spin covers it
+                        {10us, shared, 3, 800us},
+                        {200us, shared, 1, SpinBudget::kMaxSpin},  // exactly the longest spin
+                    });
 }
 
 TEST_CASE("where no core is to spare, the spin grows up to 10 ms, over late wake-ups too") {
-  SpinBudget spin(50us);
-  // A halted vCPU that came back late: a 3.05 ms spin would do.
-  spin.after_sleep(3ms, WaiterCore::own_none_spare);
-  CHECK(spin.current() == 100us);
-  for (int i = 0; i < 6; ++i) spin.after_sleep(2ms, WaiterCore::own_none_spare);
-  CHECK(spin.current() == 6400us);
-  spin.after_sleep(10us, WaiterCore::own_none_spare);
-  CHECK(spin.current() == SpinBudget::kMaxSpinNoneSpare);
-  spin.after_sleep(10us, WaiterCore::own_none_spare);
-  CHECK(spin.current() == SpinBudget::kMaxSpinNoneSpare);
+  check_steps(50us, {
+                        {3ms, none_spare, 1, 100us},  // a halted vCPU back late: a 3.05 ms spin would do
+                        {2ms, none_spare, 6, 6400us},
+                        {10us, none_spare, 1, SpinBudget::kMaxSpinNoneSpare},
+                        {10us, none_spare, 1, SpinBudget::kMaxSpinNoneSpare},
+                    });
 }
 
 TEST_CASE("where each rank has a core and cores are to spare, the spin grows up to 1 ms") {
-  SpinBudget spin(50us);
-  // 3.05 ms: past the longest spin, which would not cover it.
-  spin.after_sleep(3ms, WaiterCore::own_with_spare);
-  CHECK(spin.current() == 50us);
-  for (int i = 0; i < 4; ++i) spin.after_sleep(10us, WaiterCore::own_with_spare);
-  CHECK(spin.current() == 800us);
-  spin.after_sleep(10us, WaiterCore::own_with_spare);
-  CHECK(spin.current() == SpinBudget::kMaxSpin);
-  spin.after_sleep(10us, WaiterCore::own_with_spare);
-  CHECK(spin.current() == SpinBudget::kMaxSpin);
-  // A long wait: kept, where shared cores would halve it.
-  spin.after_sleep(50ms, WaiterCore::own_with_spare);
-  CHECK(spin.current() == SpinBudget::kMaxSpin);
+  check_steps(50us, {
+                        {3ms, with_spare, 1, 50us},  // 3.05 ms: past the longest spin
+                        {10us, with_spare, 4, 800us},
+                        {10us, with_spare, 1, SpinBudget::kMaxSpin},
+                        {10us, with_spare, 1, SpinBudget::kMaxSpin},
+                        {50ms, with_spare, 1, SpinBudget::kMaxSpin},  // kept, where shared cores halve it
+                    });
 }
 
 TEST_CASE("where ranks share cores, a wait longer than the longest spin halves the spin back") {
-  SpinBudget spin(50us);
-  for (int i = 0; i < 5; ++i) spin.after_sleep(10us, WaiterCore::shared);
-  REQUIRE(spin.current() == SpinBudget::kMaxSpin);
-  spin.after_sleep(10us, WaiterCore::shared);  // slept even after spinning 1 ms
-  CHECK(spin.current() == 500us);
-  // 1.1 ms in all: no spin up to 1 ms would have covered it.
-  spin.after_sleep(600us, WaiterCore::shared);
-  CHECK(spin.current() == 250us);
-  for (int i = 0; i < 10; ++i) spin.after_sleep(5ms, WaiterCore::shared);
-  CHECK(spin.current() == 50us);
+  check_steps(50us, {
+                        {10us, shared, 5, SpinBudget::kMaxSpin},
+                        {10us, shared, 1, 500us},   // slept even after spinning 1 ms
+                        {600us, shared, 1, 250us},  // 1.1 ms in all: no spin up to 1 ms covers it
+                        {5ms, shared, 10, 50us},
+                    });
 }
 
 TEST_CASE("where each rank has a core, a long wait leaves the spin as it has grown") {
-  SpinBudget spin(50us);
-  spin.after_sleep(50ms, WaiterCore::own_none_spare);
-  CHECK(spin.current() == 50us);
-  for (int i = 0; i < 5; ++i) spin.after_sleep(10us, WaiterCore::own_none_spare);
-  REQUIRE(spin.current() == 1600us);
-  for (int i = 0; i < 10; ++i) spin.after_sleep(50ms, WaiterCore::own_none_spare);
-  CHECK(spin.current() == 1600us);
+  check_steps(50us, {
+                        {50ms, none_spare, 1, 50us},
+                        {10us, none_spare, 5, 1600us},
+                        {50ms, none_spare, 10, 1600us},
+                    });
 }
 
 TEST_CASE("a spin grown on a core of its own halves back once the core is shared") {
-  SpinBudget spin(50us);
-  for (int i = 0; i < 8; ++i) spin.after_sleep(10us, WaiterCore::own_none_spare);
-  REQUIRE(spin.current() == SpinBudget::kMaxSpinNoneSpare);
-  spin.after_sleep(10us, WaiterCore::shared);  // a 10 ms spin is past the shared cores' longest
-  CHECK(spin.current() == 5ms);
-  for (int i = 0; i < 3; ++i) spin.after_sleep(10us, WaiterCore::shared);
-  CHECK(spin.current() == 625us);
-  spin.after_sleep(10us, WaiterCore::shared);  // within 1 ms in all again: grows, up to 1 ms
-  CHECK(spin.current() == SpinBudget::kMaxSpin);
+  check_steps(50us, {
+                        {10us, none_spare, 8, SpinBudget::kMaxSpinNoneSpare},
+                        {10us, shared, 1, 5ms},  // a 10 ms spin is past the shared cores' longest
+                        {10us, shared, 3, 625us},
+                        {10us, shared, 1, SpinBudget::kMaxSpin},  // within 1 ms in all again: grows
+                    });
 }
 
 TEST_CASE("a setting of zero never spins; one above the ceiling stays") {
-  SpinBudget none(0us);
-  none.after_sleep(10us, WaiterCore::own_none_spare);
-  CHECK(none.current() == 0us);
-  SpinBudget long_spin(5000us);
-  long_spin.after_sleep(10us, WaiterCore::shared);
-  CHECK(long_spin.current() == 5000us);
-  long_spin.after_sleep(50ms, WaiterCore::shared);
-  CHECK(long_spin.current() == 5000us);
+  check_steps(0us, {{10us, none_spare, 1, 0us}});
+  check_steps(5000us, {
+                          {10us, shared, 1, 5000us},
+                          {50ms, shared, 1, 5000us},
+                      });
 }
 
 }  // namespace seam::test

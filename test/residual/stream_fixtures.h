@@ -6,10 +6,12 @@
 
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <string>
 
 #include "kernels/norm/elementwise.h"
 #include "seam/errors.h"
+#include "runtime/residual/add_norm.h"
 #include "runtime/residual/batch.h"
 #include "test/kernels/norm_reference.h"
 
@@ -81,6 +83,38 @@ struct UnitNorm {
   explicit UnitNorm(int64_t cols = 4, float eps = 1e-6f) : weight(rows_of(1.0f, 1, cols)), norm(weight.view, eps) {}
   HostTensor weight;
   residual::RmsNorm norm;
+};
+
+/// A started batch whose stream is Written over `residual` (entered through an identity read), with
+/// a partial of ones and a FakeSum (of 2 ranks) for the outputs the tests leave on it.
+struct WrittenBatch {
+  explicit WrittenBatch(float residual_value, int64_t rows = 2)
+      : residual(rows_of(residual_value, rows)), partial(rows_of(1.0f, rows)) {
+    residual::start(batch);
+    residual::read_input(residual::LayerOutput(residual.view), batch, read, norm.norm);
+  }
+  /// Leaves `value` as a complete output (its sum over a group declared, where given).
+  residual::LayerOutput leave(const Tensor& value, const residual::StageUpdate& update = residual::add_update(),
+                              const residual::DeclaredSum* declared_sum = nullptr) {
+    return residual::current(batch).leave(residual::ProducerOutput::complete_tensor(value), update, declared_sum);
+  }
+  /// Leaves the partial, its sum over `group` declared (completed by `sum` at the boundary).
+  residual::LayerOutput leave_declared(SumGroup group, const residual::StageUpdate& update = residual::add_update()) {
+    declared.emplace(residual::DeclaredSum{group, sum});
+    return leave(partial.view, update, &*declared);
+  }
+  /// Leaves the partial unreduced over `group`, carrying `sum`.
+  residual::LayerOutput leave_unreduced(SumGroup group = SumGroup::TP) {
+    return residual::current(batch).leave(residual::ProducerOutput::unreduced(partial.view, group, sum),
+                                          residual::add_update());
+  }
+  residual::ForwardBatch batch;
+  HostTensor residual;
+  IdentityRead read;
+  UnitNorm norm;
+  FakeSum sum;
+  HostTensor partial;
+  std::optional<residual::DeclaredSum> declared;
 };
 
 /// Runs f and checks it throws E with exactly `message`.

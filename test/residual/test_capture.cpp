@@ -23,17 +23,6 @@ struct Recorder {
   }
 };
 
-struct PendingStream {
-  explicit PendingStream(float residual_value) : residual(rows_of(residual_value)) {
-    start(batch);
-    read_input(LayerOutput(residual.view), batch, read, norm.norm);
-  }
-  ForwardBatch batch;
-  HostTensor residual;
-  IdentityRead read;
-  UnitNorm norm;
-};
-
 }  // namespace
 
 TEST_CASE("a capture at the stack's entry borrows the output; with a residual it owns a fresh sum") {
@@ -54,7 +43,7 @@ TEST_CASE("a capture at the stack's entry borrows the output; with a residual it
 }
 
 TEST_CASE("snapshots are owned storage that later residual updates do not touch") {
-  PendingStream s(3.0f);
+  WrittenBatch s(3.0f);
   HostTensor out = rows_of(2.0f);
   const LayerOutput h = current(s.batch).leave(ProducerOutput::complete_tensor(out.view), add_update());
   const OwnedTensor snap = snapshot(h, s.batch);
@@ -67,32 +56,27 @@ TEST_CASE("snapshots are owned storage that later residual updates do not touch"
 }
 
 TEST_CASE("capture_output completes a carried sum on the main output once") {
-  PendingStream s(3.0f);
-  FakeSum sum;
-  HostTensor partial = rows_of(1.0f);
-  const LayerOutput h = current(s.batch).leave(ProducerOutput::unreduced(partial.view, SumGroup::TP, sum), add_update());
+  WrittenBatch s(3.0f);
+  const LayerOutput h = s.leave_unreduced();
   const CapturedOutput c = capture_output(h, s.batch);
   CHECK(c.captured);
   CHECK_FALSE(c.output.owed());
-  CHECK(sum.runs == 1);
+  CHECK(s.sum.runs == 1);
   CHECK(all_equal(c.snapshot.view, 5.0f));
   read_input(c.output, s.batch, s.read, s.norm.norm);
-  CHECK(sum.runs == 1);
+  CHECK(s.sum.runs == 1);
   CHECK(all_equal(current(s.batch).residual(), 5.0f));
 }
 
 TEST_CASE("capture_output snapshots a declared sum on a copy and leaves the main partial owed") {
-  PendingStream s(3.0f);
-  FakeSum sum;
-  const DeclaredSum declared{SumGroup::ATTN_TP, sum};
-  HostTensor partial = rows_of(1.0f);
-  const LayerOutput h = current(s.batch).leave(ProducerOutput::complete_tensor(partial.view), add_update(), &declared);
+  WrittenBatch s(3.0f);
+  const LayerOutput h = s.leave_declared(SumGroup::ATTN_TP);
   const CapturedOutput c = capture_output(h, s.batch);
   CHECK(c.output.owed());
   CHECK(all_equal(c.snapshot.view, 5.0f));
-  CHECK(all_equal(partial.view, 1.0f));
+  CHECK(all_equal(s.partial.view, 1.0f));
   read_input(c.output, s.batch, s.read, s.norm.norm);  // the boundary completes the declared sum once
-  CHECK(sum.runs == 2);
+  CHECK(s.sum.runs == 2);
   CHECK(all_equal(current(s.batch).residual(), 5.0f));
 }
 

@@ -16,21 +16,6 @@ namespace {
 const char* const kForeign =
     "output does not belong to this residual stream; change layer outputs through boundary accessors";
 
-// A started batch whose stream is Written over `residual` (entered through an identity read).
-struct WrittenBatch {
-  explicit WrittenBatch(float residual_value, int64_t rows = 2) : residual(rows_of(residual_value, rows)) {
-    start(batch);
-    read_input(LayerOutput(residual.view), batch, read, norm.norm);
-  }
-  LayerOutput leave(const Tensor& value, const StageUpdate& update = add_update(), const DeclaredSum* declared = nullptr) {
-    return current(batch).leave(ProducerOutput::complete_tensor(value), update, declared);
-  }
-  ForwardBatch batch;
-  HostTensor residual;
-  IdentityRead read;
-  UnitNorm norm;
-};
-
 }  // namespace
 
 TEST_CASE("a written input does not repeat the first stage's enter") {
@@ -56,21 +41,18 @@ TEST_CASE("the consumer executes the carried update, not a declared one") {
 
 TEST_CASE("a declared sum: snapshot sums a copy, finish completes, a rebuilt stream owes nothing") {
   WrittenBatch w(3.0f);
-  FakeSum sum;
-  const DeclaredSum declared{SumGroup::ATTN_TP, sum};
-  HostTensor partial = rows_of(1.0f);
-  const LayerOutput h = w.leave(partial.view, add_update(), &declared);
+  const LayerOutput h = w.leave_declared(SumGroup::ATTN_TP);
   CHECK(h.owed());
 
   const OwnedTensor snap = snapshot(h, w.batch);
   CHECK(all_equal(snap.view, 5.0f));
-  CHECK(all_equal(partial.view, 1.0f));  // the main partial is untouched and still owed
+  CHECK(all_equal(w.partial.view, 1.0f));  // the main partial is untouched and still owed
   CHECK(current(w.batch).pending()->owed == Owed::declared_sum);
-  CHECK(sum.runs == 1);
+  CHECK(w.sum.runs == 1);
 
   const FinishedOutput out = current(w.batch).finish(h, w.batch);
   CHECK(all_equal(out.value, 2.0f));
-  CHECK(sum.runs == 2);
+  CHECK(w.sum.runs == 2);
 
   ForwardBatch rebuilt;
   const LayerOutput again = arrive(rebuilt, out.value, &out.residual, add_update());
@@ -80,26 +62,20 @@ TEST_CASE("a declared sum: snapshot sums a copy, finish completes, a rebuilt str
 
 TEST_CASE("an already completed declared sum is not reduced again") {
   WrittenBatch w(3.0f);
-  FakeSum sum;
-  const DeclaredSum declared{SumGroup::TP, sum};
-  HostTensor partial = rows_of(1.0f);
-  const LayerOutput completed = complete_output(w.leave(partial.view, add_update(), &declared), w.batch);
-  CHECK(sum.runs == 1);
+  const LayerOutput completed = complete_output(w.leave_declared(SumGroup::TP), w.batch);
+  CHECK(w.sum.runs == 1);
   CHECK(complete_output(completed, w.batch).tensor().data == completed.tensor().data);  // idempotent
   read_input(completed, w.batch, w.read, w.norm.norm);
-  CHECK(sum.runs == 1);
+  CHECK(w.sum.runs == 1);
   CHECK(all_equal(current(w.batch).residual(), 5.0f));
 }
 
 TEST_CASE("snapshot rejects a nonlinear update before touching anything") {
   WrittenBatch w(3.0f);
-  FakeSum sum;
   DoubleAddUpdate update;
-  const DeclaredSum declared{SumGroup::ATTN_TP, sum};
-  HostTensor partial = rows_of(1.0f);
-  const LayerOutput h = w.leave(partial.view, update, &declared);
+  const LayerOutput h = w.leave_declared(SumGroup::ATTN_TP, update);
   check_throws_message<NotSupportedError>([&] { snapshot(h, w.batch); }, "snapshot requires a plain residual update");
-  CHECK(sum.runs == 0);
+  CHECK(w.sum.runs == 0);
   CHECK(update.runs == 0);
   CHECK(current(w.batch).pending()->owed == Owed::declared_sum);
   check_throws_message<NotSupportedError>([&] { fold(h, w.batch); }, "fold requires a plain residual update");
@@ -107,41 +83,37 @@ TEST_CASE("snapshot rejects a nonlinear update before touching anything") {
 
 TEST_CASE("an OwedOutput gives no tensor access") {
   WrittenBatch w(0.0f);
-  FakeSum sum;
-  HostTensor partial = rows_of(1.0f);
-  const LayerOutput h = current(w.batch).leave(ProducerOutput::unreduced(partial.view, SumGroup::TP, sum), add_update());
+  const LayerOutput h = w.leave_unreduced();
   CHECK(h.owed());
   CHECK_THROWS_AS(h.tensor(), TypeError);
 }
 
 TEST_CASE("completion runs once and keeps the update pending; stale and rebuilt handles are rejected") {
   WrittenBatch w(0.0f);
-  FakeSum sum;
-  HostTensor partial = rows_of(1.0f);
-  const LayerOutput h = current(w.batch).leave(ProducerOutput::unreduced(partial.view, SumGroup::TP, sum), add_update());
+  const LayerOutput h = w.leave_unreduced();
   const LayerOutput completed = complete_output(h, w.batch);
-  CHECK(sum.runs == 1);
+  CHECK(w.sum.runs == 1);
   CHECK(current(w.batch).pending()->update == &add_update());
   check_throws_message<UsageError>([&] { read_input(h, w.batch, w.read, w.norm.norm); }, kForeign);
   check_throws_message<UsageError>(
       [&] { read_input(LayerOutput(completed.tensor()), w.batch, w.read, w.norm.norm); }, kForeign);
   read_input(completed, w.batch, w.read, w.norm.norm);
-  CHECK(sum.runs == 1);
+  CHECK(w.sum.runs == 1);
   CHECK(all_equal(current(w.batch).residual(), 2.0f));
 }
 
 TEST_CASE("add_to_output completes the sum, then adds the extra once") {
   WrittenBatch w(0.0f);
-  FakeSum sum;
-  HostTensor partial = rows_of(4.0f), extra = rows_of(1.0f);
-  const LayerOutput h = current(w.batch).leave(ProducerOutput::unreduced(partial.view, SumGroup::TP, sum), add_update());
+  w.partial.fill(4.0f);
+  HostTensor extra = rows_of(1.0f);
+  const LayerOutput h = w.leave_unreduced();
   const LayerOutput extended = add_to_output(h, w.batch, extra.view);
   CHECK(all_equal(extended.tensor(), 9.0f));
-  CHECK(sum.runs == 1);
+  CHECK(w.sum.runs == 1);
   CHECK(current(w.batch).pending()->update == &add_update());
   read_input(extended, w.batch, w.read, w.norm.norm);
   CHECK(all_equal(current(w.batch).residual(), 9.0f));
-  CHECK(sum.runs == 1);
+  CHECK(w.sum.runs == 1);
 }
 
 TEST_CASE("handles cannot cross microbatches, record over a pending contribution, or outlive a write") {
@@ -161,10 +133,7 @@ TEST_CASE("handles cannot cross microbatches, record over a pending contribution
 
 TEST_CASE("an owed handle presented to a stream with nothing pending is rejected") {
   WrittenBatch w(0.0f);
-  FakeSum sum;
-  HostTensor partial = rows_of(1.0f);
-  const DeclaredSum declared{SumGroup::ATTN_TP, sum};
-  const LayerOutput h = w.leave(partial.view, add_update(), &declared);
+  const LayerOutput h = w.leave_declared(SumGroup::ATTN_TP);
   read_input(h, w.batch, w.read, w.norm.norm);
   check_throws_message<UsageError>([&] { read_input(h, w.batch, w.read, w.norm.norm); },
                                    "an owed handle has no contribution in this stream");
@@ -172,11 +141,9 @@ TEST_CASE("an owed handle presented to a stream with nothing pending is rejected
 
 TEST_CASE("a declared sum needs a raw tensor") {
   WrittenBatch w(0.0f);
-  FakeSum sum;
-  HostTensor partial = rows_of(1.0f);
-  const DeclaredSum declared{SumGroup::ATTN_TP, sum};
+  const DeclaredSum declared{SumGroup::ATTN_TP, w.sum};
   check_throws_message<UsageError>(
-      [&] { current(w.batch).leave(ProducerOutput::unreduced(partial.view, SumGroup::TP, sum), add_update(), &declared); },
+      [&] { current(w.batch).leave(ProducerOutput::unreduced(w.partial.view, SumGroup::TP, w.sum), add_update(), &declared); },
       "a declared sum cannot carry another completion");
 }
 
@@ -286,42 +253,35 @@ TEST_CASE("the final norm captures the residual it produced, borrowed, and relea
 
 TEST_CASE("skip_empty completes owed work but skips the norm") {
   WrittenBatch w(0.0f, 0);
-  FakeSum sum;
-  HostTensor partial(DType::f32, 0, 4);
-  const LayerOutput h = current(w.batch).leave(ProducerOutput::unreduced(partial.view, SumGroup::TP, sum), add_update());
+  const LayerOutput h = w.leave_unreduced();
   const Tensor out = residual::norm(h, w.batch, w.norm.norm, {.skip_empty = true});
-  CHECK(sum.runs == 1);  // peers join this collective even with 0 rows here
+  CHECK(w.sum.runs == 1);  // peers join this collective even with 0 rows here
   CHECK(out.rows == 0);
 }
 
 TEST_CASE("pipeline export preserves a declared partial for the receiver, which completes it once") {
   WrittenBatch w(3.0f);
-  FakeSum sum;
-  const DeclaredSum declared{SumGroup::ATTN_TP, sum};
-  HostTensor partial = rows_of(1.0f);
-  const PpTensors sent = to_pp(w.leave(partial.view, add_update(), &declared), w.batch);
+  const PpTensors sent = to_pp(w.leave_declared(SumGroup::ATTN_TP), w.batch);
   CHECK_FALSE(w.batch.residual_stream.has_value());
   CHECK(all_equal(sent.hidden_states, 1.0f));  // raw partial on the wire
   CHECK(sent.has_residual);
-  CHECK(sum.runs == 0);
+  CHECK(w.sum.runs == 0);
 
   ForwardBatch receiver;
   IdentityRead read;
   UnitNorm norm;
-  const LayerOutput h = arrive(receiver, sent.hidden_states, &sent.residual, add_update(), &declared);
+  const LayerOutput h = arrive(receiver, sent.hidden_states, &sent.residual, add_update(), &*w.declared);
   CHECK(h.owed());
   read_input(h, receiver, read, norm.norm);
-  CHECK(sum.runs == 1);
+  CHECK(w.sum.runs == 1);
   CHECK(all_equal(current(receiver).residual(), 5.0f));
 }
 
 TEST_CASE("a carried sum is completed before pipeline transport") {
   WrittenBatch w(3.0f);
-  FakeSum sum;
-  HostTensor partial = rows_of(1.0f);
-  const LayerOutput h = current(w.batch).leave(ProducerOutput::unreduced(partial.view, SumGroup::TP, sum), add_update());
+  const LayerOutput h = w.leave_unreduced();
   const PpTensors sent = to_pp(h, w.batch);
-  CHECK(sum.runs == 1);
+  CHECK(w.sum.runs == 1);
   CHECK(all_equal(sent.hidden_states, 2.0f));
 }
 

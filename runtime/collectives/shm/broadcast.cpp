@@ -98,10 +98,7 @@ comm::Task shm_broadcast(Group& g, char* buffer, size_t count, DType dtype, int 
     // one must not take the region while this one waits for its marker, or the ranks' rounds
     // would pair different calls. The set-up waits until after the marker.
     RegionLease region;
-    if (!try_acquire_region(g, region)) {
-      comm::Task reserve = reserve_region(g, region);
-      co_await comm::run(reserve);
-    }
+    co_await take_region(g, region, reserve_region);
     if (two_ranks) {
       comm::Task first = exchange_markers(g, buffer, root, markers);
       co_await comm::run(first);

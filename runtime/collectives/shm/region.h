@@ -230,6 +230,37 @@ comm::Task acquire_region(Group& g, RegionLease& lease);
 comm::Task reserve_region(Group& g, RegionLease& lease);
 comm::Task complete_region(Group& g, RegionLease& lease);
 
+/// `co_await take_region(g, lease)`: acquire_region, taken at once without a coroutine frame
+/// where try_acquire_region can; `take_region(g, lease, reserve_region)` likewise for reserve_region.
+class TakeRegion : public comm::detail::AwaiterBase<TakeRegion> {
+ public:
+  using Slow = comm::Task (*)(Group&, RegionLease&);
+  TakeRegion(Group& g, RegionLease& lease, Slow slow) : g_(g), lease_(lease), slow_(slow) {}
+  bool ready() override {
+    if (!slow_started_) {
+      if (try_acquire_region(g_, lease_)) return true;
+      slow_started_ = true;
+      slow_task_ = slow_(g_, lease_);
+      sub_.sub = &slow_task_;
+    }
+    return sub_.ready();
+  }
+  int blocking_peer() const override { return slow_started_ ? sub_.blocking_peer() : -1; }
+  bool waits_on_memory() const override { return slow_started_ && sub_.waits_on_memory(); }
+  void await_resume() { sub_.await_resume(); }
+
+ private:
+  Group& g_;
+  RegionLease& lease_;
+  Slow slow_;
+  bool slow_started_ = false;
+  comm::Task slow_task_;
+  comm::detail::SubTaskAwaiter sub_;
+};
+inline TakeRegion take_region(Group& g, RegionLease& lease, TakeRegion::Slow slow = acquire_region) {
+  return TakeRegion(g, lease, slow);
+}
+
 /// `co_await peers_published(g, region, round, signature, "all_reduce")`: resumes once every
 /// rank published `round`; then throws MismatchError if a peer's call differs.
 /// `co_await peers_published_results(g, region, round)`: once every rank's result is there.

@@ -158,10 +158,7 @@ comm::Task shm_all_reduce(Group& g, const char* send, char* recv, size_t count, 
                           ReduceOp op) {
   g.compares_arguments();  // the region's call signatures
   RegionLease region;
-  if (!try_acquire_region(g, region)) {
-    comm::Task acquire = acquire_region(g, region);
-    co_await comm::run(acquire);
-  }
+  co_await take_region(g, region);
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
   const ZeroCopyHandles handles{zero_copy_handle(send, count * es, count * es),
@@ -249,10 +246,7 @@ comm::Task shm_reduce_scatter(Group& g, std::string_view collective, const char*
                               Blocks counts, DType dtype, ReduceOp op) {
   g.compares_arguments();  // the region's call signatures
   RegionLease region;
-  if (!try_acquire_region(g, region)) {
-    comm::Task acquire = acquire_region(g, region);
-    co_await comm::run(acquire);
-  }
+  co_await take_region(g, region);
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
   const auto off = block_offsets(counts);
@@ -378,10 +372,7 @@ comm::Task shm_all_gather_on(Group& g, RegionLease* held, std::string_view colle
   // One coroutine frame whether the caller holds the region or not.
   RegionLease acquired;
   if (!held) g.compares_arguments();  // the region's call signatures
-  if (!held && !try_acquire_region(g, acquired)) {
-    comm::Task acquire = acquire_region(g, acquired);
-    co_await comm::run(acquire);
-  }
+  if (!held) co_await take_region(g, acquired);
   RegionLease& region = held ? *held : acquired;
   const int n = g.size(), me = g.rank();
   const size_t es = dtype_size(dtype);
