@@ -13,9 +13,9 @@ using namespace seam::boundary;
 using namespace seam::boundary::testing;
 
 namespace {
-PlanContext topology(const std::function<void(Topology&)>& set) {
+PlanContext topology(const ParallelConfig& config) {
   PlanContext ctx;
-  set(ctx.topology);
+  static_cast<ParallelConfig&>(ctx.topology) = config;
   ctx.topology.validate();
   return ctx;
 }
@@ -83,55 +83,36 @@ TEST_CASE("an active variant without a bound path") {
 }
 
 TEST_CASE("unsupported CP / MoE / MHC combinations") {
-  const PlanContext gqa_dp_cp = topology([](Topology& t) {
-    t = Topology::make(4, 2, 2);
-    t.enable_prefill_cp = true;
-    t.moe_a2a_backend = true;
-    t.moe_ep = 4;
-    t.moe_tp = 1;
-  });
+  const PlanContext gqa_dp_cp = topology({.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 4, .moe_tp = 1,
+                                          .enable_prefill_cp = true, .moe_a2a_backend = true});
   CHECK_THROWS_WITH_AS(make_stages(gqa_dp_cp, {{attn()}, {moe()}}),
                        "a MoE dispatched per DP shard under attention DP and GQA prefill CP", NotSupportedError);
 
-  const PlanContext dsa = topology([](Topology& t) {
-    t = Topology::make(2, 1, 2);
-    t.enable_prefill_cp = true;
-    t.cp_over_attn_cp = true;
-    t.moe_dp = 2;
-    t.moe_tp = 1;
-  });
+  const PlanContext dsa = topology({.tp = 2, .attn_cp = 2, .moe_tp = 1, .moe_dp = 2,
+                                    .enable_prefill_cp = true, .cp_over_attn_cp = true});
   CHECK_THROWS_WITH_AS(make_stages(dsa, {{attn()}, {moe()}}),
                        "a MoE on the TP group with moe_dp_size == attn_cp_size under DSA or MLA prefill CP",
                        NotSupportedError);
 
-  const PlanContext dp_cp = topology([](Topology& t) {
-    t = Topology::make(4, 2, 2);
-    t.moe_dp = 2;
-    t.moe_tp = 2;
-  });
+  const PlanContext dp_cp =
+      topology({.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_tp = 2, .moe_dp = 2});
   CHECK_THROWS_WITH_AS(make_stages(dp_cp, {{attn()}, {moe()}}),
                        "a MoE on the TP group with moe_dp_size == attn_cp_size under attention DP and attention CP",
                        NotSupportedError);
 
   const StageDeclaration mhc_moe = declare_ffn({.sparse = true, .update = MHC_FFN_UPDATE});
-  const PlanContext moe_cp = topology([](Topology& t) {
-    t = Topology::make(2, 1, 2);
-    t.moe_cp_all_gather = true;
-  });
+  const PlanContext moe_cp =
+      topology({.tp = 2, .attn_cp = 2, .moe_tp = 2, .moe_cp_all_gather = true});
   CHECK_THROWS_WITH_AS(make_stages(moe_cp, {{attn()}, {mhc_moe}}), "MHC does not support a MoE gathered over the MoE-CP group",
                        NotSupportedError);
 
-  const PlanContext scattered_cp = topology([](Topology& t) {
-    t = Topology::make(2, 1, 2);
-    t.attn_tp_input_scattered = true;
-  });
+  const PlanContext scattered_cp =
+      topology({.tp = 2, .attn_cp = 2, .moe_tp = 2, .attn_tp_input_scattered = true});
   CHECK_THROWS_WITH_AS(make_stages(scattered_cp, {{attn()}, {declare_ffn({.update = MHC_FFN_UPDATE})}}),
                        "MHC with input-scattered attention under attention CP", NotSupportedError);
 
-  const PlanContext gqa_cp = topology([](Topology& t) {
-    t = Topology::make(2, 1, 2);
-    t.enable_prefill_cp = true;
-  });
+  const PlanContext gqa_cp =
+      topology({.tp = 2, .attn_cp = 2, .moe_tp = 2, .enable_prefill_cp = true});
   const StageDeclaration mhc_attention = declare_attn({.read = MHC_READ, .update = MHC_ATTENTION_UPDATE});
   CHECK_THROWS_WITH_AS(make_stages(gqa_cp, {{mhc_attention}, {dense()}}), "MHC with a gather over attention CP",
                        NotSupportedError);

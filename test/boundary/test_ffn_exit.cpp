@@ -3,6 +3,7 @@
 // an exception; finalize deferral; SP keeps postprocess.
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <stdexcept>
 
 #include "test/boundary/fixtures.h"
@@ -31,36 +32,47 @@ StageBoundary ffn_layer(const PlanContext& ctx, StageDeclaration ffn = dense(), 
   return make_stages(ctx, {{attn()}, {std::move(ffn), nullptr, {.fusions = fusions}}},
                      {.following = terminal ? std::nullopt : std::optional(attn()), .terminal = terminal})[1];
 }
+/// What an FFN exit leaves to the next layer.
+struct LeftToNext {
+  FfnCompletion completion{};
+  DpStep dp_step{};
+  std::optional<SumGroup> carried_sum{};
+  bool fused_all_reduce = false;
+  bool reduce_scatter = false;
+  const char* described = nullptr;
+};
+
+void check_left(const FfnDecision& d, const LeftToNext& expected) {
+  CHECK(d.completion == expected.completion);
+  CHECK(d.dp_step == expected.dp_step);
+  CHECK(d.carried_sum == expected.carried_sum);
+  CHECK(d.flags.fuse_mlp_allreduce == expected.fused_all_reduce);
+  CHECK(d.flags.mlp_reduce_scatter == expected.reduce_scatter);
+  if (expected.described) CHECK(d.describe() == expected.described);
+}
 }  // namespace
 
 TEST_CASE("a reduction left to the next layer declares its group, with no redistribution") {
   const PlanContext ctx = context(2);
-  const FfnDecision d = ffn_layer(ctx).decide_ffn_exit(batch(ctx));
-  CHECK(d.completion == FfnCompletion::CARRY_SUM);
-  CHECK(d.carried_sum == SumGroup::TP);
-  CHECK(d.dp_step == DpStep::NONE);
-  CHECK(d.flags.fuse_mlp_allreduce);
-  CHECK_FALSE(d.flags.mlp_reduce_scatter);
-  CHECK(d.describe() == "TP all_reduce at next input (deferred)");
+  check_left(ffn_layer(ctx).decide_ffn_exit(batch(ctx)),
+             {.completion = FfnCompletion::CARRY_SUM, .dp_step = DpStep::NONE,
+              .carried_sum = SumGroup::TP, .fused_all_reduce = true,
+              .described = "TP all_reduce at next input (deferred)"});
 }
 
 TEST_CASE("under DP an RS chosen by the exit is left to the next layer") {
   const PlanContext ctx = context(4, 2, ReductionPolicy::RS);
-  const FfnDecision d = ffn_layer(ctx).decide_ffn_exit(batch(ctx, PaddingMode::MAX_LEN));
-  CHECK(d.dp_step == DpStep::REDUCE_SCATTER);
-  CHECK(d.completion == FfnCompletion::DEFER_DP_STEP);
-  CHECK(d.flags.mlp_reduce_scatter);
-  CHECK_FALSE(d.flags.fuse_mlp_allreduce);
-  CHECK(d.describe() == "TP reduce_scatter at next input (deferred)");
+  check_left(ffn_layer(ctx).decide_ffn_exit(batch(ctx, PaddingMode::MAX_LEN)),
+             {.completion = FfnCompletion::DEFER_DP_STEP, .dp_step = DpStep::REDUCE_SCATTER,
+              .carried_sum = SumGroup::TP, .reduce_scatter = true,
+              .described = "TP reduce_scatter at next input (deferred)"});
 }
 
 TEST_CASE("under DP a deferred sum carries its all-reduce and the DP scatter back") {
   const PlanContext ctx = context(4, 2, ReductionPolicy::RS);
-  const FfnDecision d = ffn_layer(ctx).decide_ffn_exit(batch(ctx, PaddingMode::SUM_LEN));
-  CHECK(d.dp_step == DpStep::SCATTER);
-  CHECK(d.completion == FfnCompletion::CARRY_SUM_THEN_DP_SCATTER);
-  CHECK(d.carried_sum == SumGroup::TP);
-  CHECK(d.flags.fuse_mlp_allreduce);
+  check_left(ffn_layer(ctx).decide_ffn_exit(batch(ctx, PaddingMode::SUM_LEN)),
+             {.completion = FfnCompletion::CARRY_SUM_THEN_DP_SCATTER, .dp_step = DpStep::SCATTER,
+              .carried_sum = SumGroup::TP, .fused_all_reduce = true});
 }
 
 TEST_CASE("other exits complete now; compute owes its sum exactly when no reduce-scatter takes it") {
