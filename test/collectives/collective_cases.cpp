@@ -4,6 +4,7 @@
 
 #include "test/collectives/reference.h"
 #include "layouts/element_values.h"
+#include "test/collectives/collective_names.h"
 
 namespace seam::test {
 namespace {
@@ -20,19 +21,6 @@ bool reduces(Kind k) {
 bool has_root(Kind k) { return k == Kind::broadcast || k == Kind::scatterv; }
 bool has_blocks(Kind k) {
   return k == Kind::reduce_scatterv || k == Kind::all_gatherv || k == Kind::scatterv;
-}
-
-const char* kind_name(Kind k) {
-  switch (k) {
-    case Kind::all_reduce: return "all_reduce";
-    case Kind::reduce_scatter: return "reduce_scatter";
-    case Kind::reduce_scatterv: return "reduce_scatterv";
-    case Kind::all_gather: return "all_gather";
-    case Kind::all_gatherv: return "all_gatherv";
-    case Kind::broadcast: return "broadcast";
-    case Kind::scatterv: return "scatterv";
-  }
-  return "?";
 }
 
 std::vector<size_t> offsets_of(const std::vector<size_t>& blocks) {

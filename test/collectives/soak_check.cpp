@@ -20,10 +20,12 @@
 
 #include "seam/dtype.h"
 #include "seam/communicator.h"
+#include "test/collectives/collective_names.h"
 
 namespace {
 
 using seam::DType;
+using seam::test::kind_name;
 using seam::ReduceOp;
 using seam::comm::Communicator;
 using seam::comm::Work;
@@ -82,11 +84,6 @@ int64_t fold(ReduceOp op, int64_t a, int64_t b) {
 }
 
 enum class Kind { all_reduce, reduce_scatter, reduce_scatterv, all_gather, all_gatherv, broadcast };
-const char* kind_name(Kind k) {
-  static const char* names[] = {"all_reduce", "reduce_scatter", "reduce_scatterv", "all_gather", "all_gatherv",
-                                "broadcast"};
-  return names[static_cast<int>(k)];
-}
 
 struct Call {
   Kind kind;

@@ -24,6 +24,7 @@
 #include "seam/communicator.h"
 #include "seam/device_communicator.h"
 #include "test/device/device_testing.h"
+#include "test/collectives/collective_names.h"
 
 namespace seam::test::device {
 namespace {
@@ -31,17 +32,6 @@ namespace {
 using seam::device::DeviceCommunicator;
 
 enum class Kind { all_reduce, reduce_scatter, reduce_scatterv, all_gather, all_gatherv, broadcast };
-const char* kind_name(Kind k) {
-  switch (k) {
-    case Kind::all_reduce: return "all_reduce";
-    case Kind::reduce_scatter: return "reduce_scatter";
-    case Kind::reduce_scatterv: return "reduce_scatterv";
-    case Kind::all_gather: return "all_gather";
-    case Kind::all_gatherv: return "all_gatherv";
-    case Kind::broadcast: return "broadcast";
-  }
-  return "?";
-}
 bool reduces(Kind k) { return k == Kind::all_reduce || k == Kind::reduce_scatter || k == Kind::reduce_scatterv; }
 
 struct Case {
@@ -513,43 +503,17 @@ int run_cycles(std::shared_ptr<comm::Communicator> host, int cycles, cudaStream_
 }  // namespace seam::test::device
 
 int main(int argc, char** argv) {
-  using namespace seam;
   using namespace seam::test::device;
-  bool large = false;
-  int cycles = 0;
-  std::string expect_path;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--large") large = true;
-    if (a == "--cycles" && i + 1 < argc) cycles = std::atoi(argv[++i]);
-    if (a == "--expect-path" && i + 1 < argc) expect_path = argv[++i];
-  }
-  try {
-    auto world = comm::Communicator::create_world();
-    if (!gpu_on_every_rank(*world)) return kSkipped;
-    cudaStream_t stream;
-    SEAM_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    int failures = 0;
-    if (cycles) {
-      failures += run_cycles(world, cycles, stream);
-    } else {
-      auto dev = seam::device::DeviceCommunicator::create(world);
-      failures += check_path(*dev, expect_path);
-      failures += run_matrix(*dev, *world, large, stream);
-      failures += run_fused(*dev, stream);
-      if (dev->path() == "peer") failures += run_graph(*dev, stream);
-      failures += run_queued(*dev, *world, stream);
-      failures += run_refusals(*dev, *world, stream);
-      failures += run_movement_dtypes(*dev, stream);
-    }
-    int total = 0;
-    world->all_reduce(&failures, &total, 1, DType::i32, ReduceOp::sum).wait();
-    if (world->rank() == 0)
-      std::printf("device checks at %d ranks: %s (%d failures)\n", world->size(), total ? "FAILED" : "passed", total);
-    SEAM_CUDA_OK(cudaStreamDestroy(stream));
-    return total ? 1 : 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "device check: %s\n", e.what());
-    return 2;
-  }
+  return run_check(argc, argv, "device checks", [](auto& world, cudaStream_t stream, const CheckOptions& o) {
+    if (o.cycles) return run_cycles(world, o.cycles, stream);
+    auto dev = seam::device::DeviceCommunicator::create(world);
+    int failures = check_path(*dev, o.expect_path);
+    failures += run_matrix(*dev, *world, o.large, stream);
+    failures += run_fused(*dev, stream);
+    if (dev->path() == "peer") failures += run_graph(*dev, stream);
+    failures += run_queued(*dev, *world, stream);
+    failures += run_refusals(*dev, *world, stream);
+    failures += run_movement_dtypes(*dev, stream);
+    return failures;
+  });
 }

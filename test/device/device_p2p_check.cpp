@@ -199,42 +199,18 @@ int run_mismatch(DeviceCommunicator& dev, comm::Communicator& host, cudaStream_t
 }  // namespace seam::test::device
 
 int main(int argc, char** argv) {
-  using namespace seam;
   using namespace seam::test::device;
-  std::string expect_path;
-  bool large = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--expect-path" && i + 1 < argc) expect_path = argv[++i];
-    if (a == "--large") large = true;
-  }
-  try {
-    auto world = comm::Communicator::create_world();
-    if (!gpu_on_every_rank(*world)) return kSkipped;
-    cudaStream_t stream;
-    SEAM_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  return run_check(argc, argv, "device send/recv checks", [](auto& world, cudaStream_t stream, const CheckOptions& o) {
     int failures = 0;
     {
       auto dev = seam::device::DeviceCommunicator::create(world);
-      failures += check_path(*dev, expect_path);
-      failures += run_rings(*dev, large, stream);
+      failures += check_path(*dev, o.expect_path);
+      failures += run_rings(*dev, o.large, stream);
       failures += run_queued(*dev, stream);
       if (dev->path() == "peer") failures += run_graph(*dev, stream);
     }
-    {
-      // On a communicator of its own: its failure aborts it and its host communicator.
-      auto dev = seam::device::DeviceCommunicator::create(world->duplicate());
-      failures += run_mismatch(*dev, *world, stream);
-    }
-    int total = 0;
-    world->all_reduce(&failures, &total, 1, DType::i32, ReduceOp::sum).wait();
-    if (world->rank() == 0)
-      std::printf("device send/recv checks at %d ranks: %s (%d failures)\n", world->size(), total ? "FAILED" : "passed",
-                  total);
-    SEAM_CUDA_OK(cudaStreamDestroy(stream));
-    return total ? 1 : 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "device send/recv check: %s\n", e.what());
-    return 2;
-  }
+    // On a communicator of its own: its failure aborts it and its host communicator.
+    auto dev = seam::device::DeviceCommunicator::create(world->duplicate());
+    return failures + run_mismatch(*dev, *world, stream);
+  });
 }

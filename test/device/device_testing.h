@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -110,6 +112,42 @@ inline int check_path(const seam::device::DeviceCommunicator& dev, const std::st
   std::fprintf(stderr, "FAIL rank %d: path %s, expected %s\n", dev.rank(), std::string(dev.path()).c_str(),
                expect.c_str());
   return 1;
+}
+
+/// The options the device checks share.
+struct CheckOptions {
+  bool large = false;       ///< --large: sizes past the staged path's chunk
+  int cycles = 0;           ///< --cycles N: communicators made and dropped N times instead
+  std::string expect_path;  ///< --expect-path peer|staged: the path the communicator must take
+};
+
+/// A device check's main: parses the shared options, skips (kSkipped) unless every rank has a
+/// GPU, runs `check(world, stream, options)` (it returns its failures), sums the failures over the
+/// world and prints `what` with the verdict on rank 0. Returns 0 passed, 1 failed, 2 on an error.
+template <class Check>
+int run_check(int argc, char** argv, const char* what, Check&& check) {
+  CheckOptions options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--large") options.large = true;
+    if (a == "--cycles" && i + 1 < argc) options.cycles = std::atoi(argv[++i]);
+    if (a == "--expect-path" && i + 1 < argc) options.expect_path = argv[++i];
+  }
+  try {
+    std::shared_ptr<comm::Communicator> world = comm::Communicator::create_world();
+    if (!gpu_on_every_rank(*world)) return kSkipped;
+    cudaStream_t stream;
+    SEAM_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    int failures = check(world, stream, options), total = 0;
+    world->all_reduce(&failures, &total, 1, DType::i32, ReduceOp::sum).wait();
+    if (world->rank() == 0)
+      std::printf("%s at %d ranks: %s (%d failures)\n", what, world->size(), total ? "FAILED" : "passed", total);
+    SEAM_CUDA_OK(cudaStreamDestroy(stream));
+    return total ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", what, e.what());
+    return 2;
+  }
 }
 
 }  // namespace seam::test::device
