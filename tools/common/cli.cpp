@@ -65,8 +65,14 @@ std::vector<int64_t> parse_int_list(std::string_view flag, std::string_view text
 bool ArgReader::next() {
   if (++i_ >= argc_) return false;
   flag_ = argv_[i_];
+  if (flag_ == "-h" || flag_ == "--help") {
+    usage_();
+    std::exit(0);
+  }
   return true;
 }
+
+void ArgReader::reject() const { throw ValueError("unknown flag " + flag_); }
 
 std::string ArgReader::value() {
   if (i_ + 1 >= argc_) throw ValueError("missing value for " + flag_);

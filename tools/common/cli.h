@@ -25,11 +25,14 @@ uint64_t parse_bytes(std::string_view flag, std::string_view text, uint64_t max)
 std::vector<int64_t> parse_int_list(std::string_view flag, std::string_view text, int64_t min, int64_t max);
 
 /// Walks argv one flag at a time; value() takes the current flag's argument or throws naming it.
+/// -h and --help print the tool's usage and exit 0.
 class ArgReader {
  public:
-  ArgReader(int argc, char** argv) : argc_(argc), argv_(argv) {}
+  ArgReader(int argc, char** argv, void (*usage)()) : argc_(argc), argv_(argv), usage_(usage) {}
   /// Advances to the next flag; false at the end.
   bool next();
+  /// Refuses the current flag: throws ValueError("unknown flag ...").
+  [[noreturn]] void reject() const;
   /// The current flag.
   const std::string& flag() const { return flag_; }
   /// The current flag's value (the next argument).
@@ -42,6 +45,7 @@ class ArgReader {
  private:
   int argc_;
   char** argv_;
+  void (*usage_)();
   int i_ = 0;
   std::string flag_;
 };

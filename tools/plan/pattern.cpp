@@ -20,6 +20,13 @@ void check_stack(std::string_view pattern, int64_t layers, int64_t max_stages) {
                      " stages");
 }
 
+bool take_stack_flag(cli::ArgReader& in, std::string& pattern, int& layers, int max_stages) {
+  if (in.flag() == "--pattern") pattern = in.value();
+  else if (in.flag() == "--layers") layers = in.int_number(1, max_stages);
+  else return false;
+  return true;
+}
+
 std::vector<StageDeclaration> declare_pattern(std::string_view pattern) {
   check_pattern(pattern);
   std::vector<StageDeclaration> decls;

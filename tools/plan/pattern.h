@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "runtime/boundary/factories.h"
+#include "tools/common/cli.h"
 
 namespace seam::plan {
 
@@ -15,6 +17,10 @@ namespace seam::plan {
 void check_pattern(std::string_view pattern);
 /// check_pattern, then ValueError naming --layers when pattern x layers exceeds max_stages stages.
 void check_stack(std::string_view pattern, int64_t layers, int64_t max_stages);
+
+/// Takes the current flag of `in` when it is --pattern (one period of the stack) or --layers (its
+/// repeats, 1 to max_stages); false for any other flag.
+bool take_stack_flag(cli::ArgReader& in, std::string& pattern, int& layers, int max_stages);
 
 /// Declarations for `pattern`; an FFN's next_sparse comes from the next FFN in the pattern.
 /// Throws ValueError for an unknown letter or an empty pattern.

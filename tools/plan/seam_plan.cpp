@@ -49,12 +49,11 @@ constexpr int kMaxStages = 1 << 22;
 
 Args parse(int argc, char** argv) {
   Args a;
-  cli::ArgReader in(argc, argv);
+  cli::ArgReader in(argc, argv, usage);
   while (in.next()) {
+    if (plan::take_stack_flag(in, a.pattern, a.layers, kMaxStages)) continue;
     const std::string& flag = in.flag();
-    if (flag == "--pattern") a.pattern = in.value();
-    else if (flag == "--layers") a.layers = in.int_number(1, kMaxStages);
-    else if (flag == "--quiet") a.quiet = true;
+    if (flag == "--quiet") a.quiet = true;
     else if (flag == "--tp") a.tp = in.int_number(1, kMaxSize);
     else if (flag == "--attn-dp") a.attn_dp = in.int_number(1, kMaxSize);
     else if (flag == "--attn-tp") a.attn_tp = in.int_number(0, kMaxSize);
@@ -76,11 +75,8 @@ Args parse(int argc, char** argv) {
     else if (flag == "--sp") a.sp = true;
     else if (flag == "--tbo") a.tbo = true;
     else if (flag == "--lora") a.lora = true;
-    else if (flag == "-h" || flag == "--help") {
-      usage();
-      std::exit(0);
-    } else
-      throw ValueError("unknown flag " + flag);
+    else
+      in.reject();
   }
   if (a.pattern.empty()) throw ValueError("--pattern is required");
   plan::check_stack(a.pattern, a.layers, kMaxStages);

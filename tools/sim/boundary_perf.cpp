@@ -27,6 +27,10 @@ using namespace seam::sim;
 
 namespace {
 
+void usage() {
+  std::puts("usage: boundary_perf [--layers 64] [--tokens 4] [--hidden 16] [--iters 2000] [--pattern AF]");
+}
+
 struct PerfArgs {
   std::string pattern = "AF";
   int layers = 64;
@@ -42,19 +46,15 @@ constexpr int64_t kMaxHidden = 1 << 14;
 
 PerfArgs parse(int argc, char** argv) {
   PerfArgs a;
-  cli::ArgReader in(argc, argv);
+  cli::ArgReader in(argc, argv, usage);
   while (in.next()) {
+    if (plan::take_stack_flag(in, a.pattern, a.layers, kMaxStages)) continue;
     const std::string& flag = in.flag();
-    if (flag == "--layers") a.layers = in.int_number(1, kMaxStages);
-    else if (flag == "--tokens") a.tokens = in.number(1, kMaxTokens);
+    if (flag == "--tokens") a.tokens = in.number(1, kMaxTokens);
     else if (flag == "--hidden") a.hidden = in.number(1, kMaxHidden);
     else if (flag == "--iters") a.iters = in.int_number(1, 1 << 30);
-    else if (flag == "--pattern") a.pattern = in.value();
-    else if (flag == "-h" || flag == "--help") {
-      std::puts("usage: boundary_perf [--layers 64] [--tokens 4] [--hidden 16] [--iters 2000] [--pattern AF]");
-      std::exit(0);
-    } else
-      throw ValueError("unknown flag " + flag);
+    else
+      in.reject();
   }
   plan::check_stack(a.pattern, a.layers, kMaxStages);
   return a;

@@ -70,12 +70,11 @@ PaddingMode SimArgs::padding_mode() const {
 
 SimArgs parse_sim_args(int argc, char** argv) {
   SimArgs a;
-  cli::ArgReader in(argc, argv);
+  cli::ArgReader in(argc, argv, usage);
   while (in.next()) {
+    if (plan::take_stack_flag(in, a.pattern, a.layers, static_cast<int>(kMaxStages))) continue;
     const std::string& flag = in.flag();
-    if (flag == "--pattern") a.pattern = in.value();
-    else if (flag == "--layers") a.layers = in.int_number(1, static_cast<int>(kMaxStages));
-    else if (flag == "--tp") a.tp = in.int_number(1, kMaxSize);
+    if (flag == "--tp") a.tp = in.int_number(1, kMaxSize);
     else if (flag == "--attn-dp") a.attn_dp = in.int_number(1, kMaxSize);
     else if (flag == "--attn-cp") a.attn_cp = in.int_number(1, kMaxSize);
     else if (flag == "--pp") a.pp = in.int_number(1, kMaxSize);
@@ -110,11 +109,9 @@ SimArgs parse_sim_args(int argc, char** argv) {
       if (d == "fp32") a.dtype = DType::f32;
       else if (d == "bf16") a.dtype = DType::bf16;
       else throw ValueError("--dtype must be fp32 or bf16");
-    } else if (flag == "-h" || flag == "--help") {
-      usage();
-      std::exit(0);
-    } else
-      throw ValueError("unknown flag " + flag);
+    } else {
+      in.reject();
+    }
   }
   plan::check_stack(a.pattern, a.layers, kMaxStages);
   // Products of sizes in 64 bits: two in-range ints may overflow int.
