@@ -92,18 +92,27 @@ bool StageDeclaration::operator==(const StageDeclaration& o) const {
   return true;
 }
 
+namespace {
+// What every stage declares: its kind, read, update, reduction and output transform.
+template <class Options>
+StageDeclaration declaration_of(StageKind kind, const Options& o) {
+  StageDeclaration d;
+  d.kind = kind;
+  d.read = o.read;
+  d.update = o.update;
+  d.reduction = o.reduction;
+  d.output_transform = o.output_transform;
+  return d;
+}
+}  // namespace
+
 StageDeclaration declare_attn(const AttnOptions& o) {
   if (o.reduction == ProducerReduction::LOCAL_TAIL)
     throw ValueError("LOCAL_TAIL is not supported for attention stages");
   if (o.output_transform && o.reduction != ProducerReduction::PARTIAL)
     throw ValueError("an attention output transform requires ALWAYS_PARTIAL");
-  StageDeclaration d;
-  d.kind = StageKind::ATTENTION;
-  d.read = o.read;
-  d.update = o.update;
-  d.reduction = o.reduction;
+  StageDeclaration d = declaration_of(StageKind::ATTENTION, o);
   d.gathers_tp_input = o.gathers_tp_input;
-  d.output_transform = o.output_transform;
   return d;
 }
 
@@ -111,15 +120,10 @@ StageDeclaration declare_ffn(const FfnOptions& o) {
   if (o.reduction == ProducerReduction::PARTIAL) throw ValueError("PARTIAL is not supported for ffn stages");
   if (o.dense_tp_size && *o.dense_tp_size < 1)
     throw ValueError("dense FFN rows support local compute or the full TP group");
-  StageDeclaration d;
-  d.kind = StageKind::FFN;
+  StageDeclaration d = declaration_of(StageKind::FFN, o);
   d.sparse = o.sparse;
-  d.read = o.read;
-  d.update = o.update;
-  d.output_transform = o.output_transform;
   d.next_sparse = o.next_sparse;
   d.dense_tp_size = o.dense_tp_size;
-  d.reduction = o.reduction;
   d.handoff_rows = o.handoff_rows;
   return d;
 }

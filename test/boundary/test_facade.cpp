@@ -17,6 +17,7 @@
 #include "runtime/residual/add_norm.h"
 #include "runtime/residual/batch.h"
 #include "seam/boundary.h"
+#include "examples/cpp_decoder/model.h"
 #include "seam/errors.h"
 
 using namespace seam;
@@ -24,65 +25,12 @@ namespace sb = seam::boundary;
 
 namespace {
 
-constexpr int64_t kTokens = 3, kHidden = 16, kFfn = 24, kLayers = 2;
+using namespace cpp_decoder;
+
+constexpr int64_t kTokens = 3;
 constexpr float kEps = 1e-6f;
-using Rows = std::vector<float>;
-
-// Deterministic weights and inputs, away from zero so every value matters.
-Rows values(int seed, int64_t n, float scale) {
-  Rows v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = scale * std::sin(0.37f * static_cast<float>(i) + static_cast<float>(seed));
-  return v;
-}
-
-Tensor view(Rows& v, int64_t rows, int64_t cols) { return Tensor::contiguous(v.data(), DType::f32, rows, cols); }
-
-// The model: per layer an attention (x Wa) and an FFN (silu(x W1) W2); a norm weight per stage and
-// one final norm.
-struct Model {
-  std::vector<Rows> wa, w1, w2, norm_weights;
-  Rows embedding = values(7, kTokens * kHidden, 1.0f);
-  Model() {
-    for (int l = 0; l < kLayers; ++l) {
-      wa.push_back(values(10 + l, kHidden * kHidden, 0.2f));
-      w1.push_back(values(20 + l, kHidden * kFfn, 0.2f));
-      w2.push_back(values(30 + l, kFfn * kHidden, 0.2f));
-    }
-    for (int s = 0; s <= 2 * kLayers; ++s) {
-      norm_weights.push_back(values(40 + s, kHidden, 0.3f));
-      for (float& w : norm_weights.back()) w += 1.0f;
-    }
-  }
-  Tensor norm_weight(int s) { return view(norm_weights[static_cast<size_t>(s)], 1, kHidden); }
-
-  void attention(int l, const Tensor& x, Rows& out) const {
-    const Rows& w = wa[static_cast<size_t>(l)];
-    const auto* in = static_cast<const float*>(x.data);
-    for (int64_t t = 0; t < kTokens; ++t)
-      for (int64_t j = 0; j < kHidden; ++j) {
-        float sum = 0.f;
-        for (int64_t k = 0; k < kHidden; ++k) sum += in[t * x.row_stride + k] * w[static_cast<size_t>(k * kHidden + j)];
-        out[static_cast<size_t>(t * kHidden + j)] = sum;
-      }
-  }
-  void ffn(int l, const Tensor& x, Rows& out) const {
-    const Rows &a = w1[static_cast<size_t>(l)], &b = w2[static_cast<size_t>(l)];
-    const auto* in = static_cast<const float*>(x.data);
-    for (int64_t t = 0; t < kTokens; ++t) {
-      Rows mid(static_cast<size_t>(kFfn));
-      for (int64_t f = 0; f < kFfn; ++f) {
-        float sum = 0.f;
-        for (int64_t k = 0; k < kHidden; ++k) sum += in[t * x.row_stride + k] * a[static_cast<size_t>(k * kFfn + f)];
-        mid[static_cast<size_t>(f)] = sum / (1.f + std::exp(-sum));
-      }
-      for (int64_t j = 0; j < kHidden; ++j) {
-        float sum = 0.f;
-        for (int64_t f = 0; f < kFfn; ++f) sum += mid[static_cast<size_t>(f)] * b[static_cast<size_t>(f * kHidden + j)];
-        out[static_cast<size_t>(t * kHidden + j)] = sum;
-      }
-    }
-  }
-};
+// The stack's input rows, away from zero.
+const Rows kEmbedding = random_rows(7, kTokens * kHidden, 1.0f);
 
 Rows copy_rows(const Tensor& y) {
   REQUIRE(y.rows == kTokens);
@@ -118,7 +66,7 @@ Rows run_facade(Model& m) {
   sb::Forward forward(groups, groups.batch(tokens));
   CHECK(forward.local_rows() == kTokens);
   std::vector<Rows> outputs(2 * kLayers, Rows(static_cast<size_t>(kTokens * kHidden)));
-  Rows embedding = m.embedding;  // the stream's residual: the stack writes it in place
+  Rows embedding = kEmbedding;  // the stream's residual: the stack writes it in place
   residual::start(forward);
   sb::LayerOutput h(view(embedding, kTokens, kHidden));
   for (int l = 0; l < kLayers; ++l) {
@@ -167,7 +115,7 @@ Rows run_internal(Model& m) {
   const int64_t tokens[] = {kTokens};
   batch.facts = BatchFacts::make(tokens, 0, 1, PaddingMode::MAX_LEN);
   std::vector<Rows> outputs(2 * kLayers, Rows(static_cast<size_t>(kTokens * kHidden)));
-  Rows embedding = m.embedding;
+  Rows embedding = kEmbedding;
   residual::start(batch);
   residual::LayerOutput h(view(embedding, kTokens, kHidden));
   for (int l = 0; l < kLayers; ++l) {
@@ -198,16 +146,16 @@ Rows rms_norm(const Rows& x, const Rows& w) {
   return y;
 }
 Rows run_by_hand(Model& m) {
-  Rows residual = m.embedding, out(residual.size());
+  Rows residual = kEmbedding, out(residual.size());
   for (int l = 0; l < kLayers; ++l) {
-    Rows x = rms_norm(residual, m.norm_weights[static_cast<size_t>(2 * l)]);
+    Rows x = rms_norm(residual, m.norms[static_cast<size_t>(2 * l)]);
     m.attention(l, view(x, kTokens, kHidden), out);
     for (size_t i = 0; i < out.size(); ++i) residual[i] += out[i];
-    x = rms_norm(residual, m.norm_weights[static_cast<size_t>(2 * l + 1)]);
+    x = rms_norm(residual, m.norms[static_cast<size_t>(2 * l + 1)]);
     m.ffn(l, view(x, kTokens, kHidden), out);
     for (size_t i = 0; i < out.size(); ++i) residual[i] += out[i];
   }
-  return rms_norm(residual, m.norm_weights.back());
+  return rms_norm(residual, m.norms.back());
 }
 
 }  // namespace
@@ -263,7 +211,7 @@ TEST_CASE("facade: pipeline calls where no pipeline cut is are refused before th
       groups, {{sb::declare_attn(), &attn_norm}}, {.previous = sb::declare_ffn().before_pipeline_cut()});
   CHECK_THROWS_AS(after_cut[0].from_pp(forward), ValueError);
   // A hand-off on the last pipeline stage is refused with the stream intact: the stack still runs.
-  Rows embedding = m.embedding, attn_out(embedding.size()), ffn_out(embedding.size());
+  Rows embedding = kEmbedding, attn_out(embedding.size()), ffn_out(embedding.size());
   residual::start(forward);
   sb::LayerOutput h(view(embedding, kTokens, kHidden));
   CHECK_THROWS_AS(residual::to_pp(h, forward), ValueError);
