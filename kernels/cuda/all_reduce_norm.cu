@@ -27,16 +27,7 @@ __global__ void fused_rows(device::RowArgs<Io> a, const typename Io::T* partial,
     copy_row_in<Io>(partial + r * partial_stride, mine + r * a.cols, a.cols, kPacked);
   if (!device::barrier(sync, blockIdx.x == 0)) return;  // every rank's rows of this block are in
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float inv = kPacked ? device::sum_row_packed(a, r, row) : device::sum_row(a, r, row);
-    if constexpr (kFp8) {
-      device::normalise_row(a, inv, row);
-      device::store_row_fp8<Io>(row, a.cols, q + r * q_stride, scales + r);
-    } else if constexpr (kPacked) {
-      device::store_normalised_packed(a, inv, row, out + r * out_stride);
-    } else {
-      device::normalise_row(a, inv, row);
-      device::store_row<Io>(row, a.cols, out + r * out_stride);
-    }
+    device::norm_row<Io, kFp8, kPacked>(a, r, row, out, out_stride, q, q_stride, scales);
     __syncthreads();  // the next row rewrites the shared row
   }
   device::barrier(sync);  // no peer still reads this rank's rows
@@ -78,14 +69,15 @@ cudaError_t all_reduce_add_rms_norm(const RowWorkspaces& ws, const PeerSync& syn
   return launch::dispatch(partial.dtype, [&](auto io) {
     using Io = decltype(io);
     using T = typename Io::T;
+    // Every rank's copy of the rows in the workspace is a summand; this rank's own is `mine`.
+    Tensor rows_view = partial;
+    rows_view.row_stride = partial.cols;
+    auto a = launch::row_args<Io>(rows_view, &residual, nullptr, norm);
+    for (int i = 0; i < sync.size; ++i) a.summands[i] = static_cast<const T*>(ws.ws[i]) + ws.offset;
+    a.k = sync.size;
+    T* mine = static_cast<T*>(ws.ws[sync.rank]) + ws.offset;
     int k = 0, threads = 0;
     if (packed && launch::register_shape(partial.cols, device::kPack<Io>, shape_rows, &k, &threads)) {
-      Tensor rows_view = partial;
-      rows_view.row_stride = partial.cols;
-      auto a = launch::row_args<Io>(rows_view, &residual, nullptr, norm);
-      for (int i = 0; i < sync.size; ++i) a.summands[i] = static_cast<const T*>(ws.ws[i]) + ws.offset;
-      a.k = sync.size;
-      T* mine = static_cast<T*>(ws.ws[sync.rank]) + ws.offset;
       return launch::dispatch_packs(k, [&](auto kc) {
         constexpr int K = decltype(kc)::value;
         if (fp8)
@@ -103,12 +95,6 @@ cudaError_t all_reduce_add_rms_norm(const RowWorkspaces& ws, const PeerSync& syn
                       : (packed ? fused_rows<Io, false, true> : fused_rows<Io, false, false>);
     size_t shared = 0;
     if (const cudaError_t e = launch::reserve_row_memory(kernel, partial.cols, &shared); e != cudaSuccess) return e;
-    Tensor rows_view = partial;
-    rows_view.row_stride = partial.cols;
-    auto a = launch::row_args<Io>(rows_view, &residual, nullptr, norm);
-    for (int i = 0; i < sync.size; ++i) a.summands[i] = static_cast<const T*>(ws.ws[i]) + ws.offset;
-    a.k = sync.size;
-    T* mine = static_cast<T*>(ws.ws[sync.rank]) + ws.offset;
     kernel<<<blocks, launch::threads_for(partial.cols, packed ? device::kPack<Io> : 1), shared, stream>>>(
         a, static_cast<const T*>(partial.data), partial.row_stride, mine, partial.rows,
         fp8 ? nullptr : static_cast<T*>(dst.data), dst.row_stride,

@@ -15,16 +15,7 @@ __global__ void norm_rows(device::RowArgs<Io> a, int64_t rows, typename Io::T* o
   device::wait_for_previous_kernel();
   device::let_next_kernel_launch();
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float inv = kPacked ? device::sum_row_packed(a, r, row) : device::sum_row(a, r, row);
-    if constexpr (kFp8) {
-      device::normalise_row(a, inv, row);
-      device::store_row_fp8<Io>(row, a.cols, q + r * q_stride, scales + r);
-    } else if constexpr (kPacked) {
-      device::store_normalised_packed(a, inv, row, out + r * out_stride);
-    } else {
-      device::normalise_row(a, inv, row);  // each thread keeps to its own columns: no barrier needed
-      device::store_row<Io>(row, a.cols, out + r * out_stride);
-    }
+    device::norm_row<Io, kFp8, kPacked>(a, r, row, out, out_stride, q, q_stride, scales);
     __syncthreads();  // the next row rewrites the shared row
   }
 }

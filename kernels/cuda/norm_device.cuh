@@ -207,19 +207,26 @@ __device__ __forceinline__ void norm_row_registers(const RowArgs<Io>& a, int64_t
 #pragma unroll
     for (int j = 0; j < P; ++j) x[k][j] = Io::load(v[j]);
   }
+  // Adds K loaded packs to x; loads a row's K packs, all issued before any is added.
+  auto add_packs = [&](const uint4 (&packs_raw)[K]) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const T* v = reinterpret_cast<const T*>(&packs_raw[k]);
+#pragma unroll
+      for (int j = 0; j < P; ++j) x[k][j] += Io::load(v[j]);
+    }
+  };
+  auto load_packs = [&](const T* row) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int64_t p = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+      if (p < packs) raw[k] = load_pack(row + p * P);
+    }
+  };
   if (a.k > 1) {
     for (int i = 1; i < a.k; ++i) {
-#pragma unroll
-      for (int k = 0; k < K; ++k) {
-        const int64_t p = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
-        if (p < packs) raw[k] = load_pack(a.summands[i] + r * a.stride + p * P);
-      }
-#pragma unroll
-      for (int k = 0; k < K; ++k) {
-        const T* v = reinterpret_cast<const T*>(&raw[k]);
-#pragma unroll
-        for (int j = 0; j < P; ++j) x[k][j] += Io::load(v[j]);
-      }
+      load_packs(a.summands[i] + r * a.stride);
+      add_packs(raw);
     }
 #pragma unroll
     for (int k = 0; k < K; ++k)
@@ -227,24 +234,10 @@ __device__ __forceinline__ void norm_row_registers(const RowArgs<Io>& a, int64_t
       for (int j = 0; j < P; ++j) x[k][j] = Io::load(Io::store(x[k][j]));
   }
   if (residual) {
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      const T* v = reinterpret_cast<const T*>(&residual_raw[k]);
-#pragma unroll
-      for (int j = 0; j < P; ++j) x[k][j] += Io::load(v[j]);
-    }
+    add_packs(residual_raw);
     if (a.extra) {
-#pragma unroll
-      for (int k = 0; k < K; ++k) {
-        const int64_t p = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
-        if (p < packs) raw[k] = load_pack(a.extra + r * a.extra_stride + p * P);
-      }
-#pragma unroll
-      for (int k = 0; k < K; ++k) {
-        const T* v = reinterpret_cast<const T*>(&raw[k]);
-#pragma unroll
-        for (int j = 0; j < P; ++j) x[k][j] += Io::load(v[j]);
-      }
+      load_packs(a.extra + r * a.extra_stride);
+      add_packs(raw);
     }
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -347,6 +340,24 @@ __device__ void store_row_fp8(float* y, int64_t cols, __nv_fp8_e4m3* q, float* s
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
     q[c] = __nv_fp8_e4m3(fminf(fmaxf(y[c] * inverse, -448.0f), 448.0f));
   if (threadIdx.x == 0) *scale_out = scale;
+}
+
+/// One row from shared memory: sums it into `row` (sum_row, or sum_row_packed where kPacked), then
+/// stores the normalised row rounded to out's row r, or (kFp8) its per-token FP8 read to q's row r
+/// and scales[r]. The caller syncs the block before `row` is reused.
+template <class Io, bool kFp8, bool kPacked>
+__device__ __forceinline__ void norm_row(const RowArgs<Io>& a, int64_t r, float* row, typename Io::T* out,
+                                         int64_t out_stride, __nv_fp8_e4m3* q, int64_t q_stride, float* scales) {
+  const float inv = kPacked ? sum_row_packed(a, r, row) : sum_row(a, r, row);
+  if constexpr (kFp8) {
+    normalise_row(a, inv, row);
+    store_row_fp8<Io>(row, a.cols, q + r * q_stride, scales + r);
+  } else if constexpr (kPacked) {
+    store_normalised_packed(a, inv, row, out + r * out_stride);
+  } else {
+    normalise_row(a, inv, row);  // each thread keeps to its own columns: no barrier needed
+    store_row<Io>(row, a.cols, out + r * out_stride);
+  }
 }
 
 }  // namespace seam::kernels::cuda::device
