@@ -232,7 +232,7 @@ comm::Task complete_region(Group& g, RegionLease& lease);
 
 /// `co_await take_region(g, lease)`: acquire_region, taken at once without a coroutine frame
 /// where try_acquire_region can; `take_region(g, lease, reserve_region)` likewise for reserve_region.
-class TakeRegion : public comm::detail::AwaiterBase<TakeRegion> {
+class TakeRegion final : public comm::detail::AwaiterBase<TakeRegion> {
  public:
   using Slow = comm::Task (*)(Group&, RegionLease&);
   TakeRegion(Group& g, RegionLease& lease, Slow slow) : g_(g), lease_(lease), slow_(slow) {}
