@@ -1,8 +1,8 @@
 # `cmake --install`: the public headers (include/seam: the C++ API of the communicator, the
 # layer-boundary planner (boundary.h and the headers it includes) and, where built, the device
 # communicator; the C API seam.h; version.h), the shared libraries, a CMake package
-# (find_package(Seam) -> seam::seam, seam::c, and seam::cuda where built) and a pkg-config file
-# (seam.pc, the C API).
+# (find_package(Seam) -> seam::seam, seam::c, and seam::cuda where built), a pkg-config file
+# (seam.pc, the C API) and the Python binding.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -29,6 +29,8 @@ if(TARGET seam_cuda)
 endif()
 install(TARGETS ${seam_libraries} EXPORT SeamTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(EXPORT SeamTargets NAMESPACE seam:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Seam)
+# The Python binding, beside the libraries (it loads ../libseam_c.so): PYTHONPATH=<libdir>/python.
+install(FILES ${PROJECT_SOURCE_DIR}/python/seam.py DESTINATION ${CMAKE_INSTALL_LIBDIR}/python)
 
 if(SEAM_CUDA)
   set(SEAM_CUDA_BOOL TRUE)

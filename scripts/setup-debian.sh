@@ -11,7 +11,7 @@ packages=(build-essential clang libclang-rt-dev cmake pkg-config git
   libucx-dev ucx-utils libibverbs-dev rdma-core
   libpmix-dev libopenmpi-dev openmpi-bin
   libspdlog-dev libfmt-dev doctest-dev
-  iproute2 iptables ethtool libnetfilter-queue-dev procps)
+  iproute2 iptables ethtool libnetfilter-queue-dev procps python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

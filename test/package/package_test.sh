@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Seam as an engine gets it: `cmake --install` into a temporary prefix, then the C and C++ examples
-# (examples/c_allreduce, examples/cpp_allreduce, examples/cpp_decoder) configured, built and run
+# Seam as an engine gets it: `cmake --install` into a temporary prefix, then the C, Python and C++
+# examples (examples/c_allreduce, python_allreduce, cpp_allreduce, cpp_decoder) configured, built and run
 # from their own directories with only CMAKE_PREFIX_PATH pointing at the prefix, and the C program
 # built through pkg-config. cpp_decoder runs without mpiexec: it starts its own ranks over the TCP
 # store, as an engine does, and runs the layer-boundary planner (seam/boundary.h).
@@ -31,6 +31,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" cc -std=c99 -o "$work/c_allreduce_pc" \
   "$source/examples/c_allreduce/main.c" $(PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" pkg-config --cflags --libs seam)
 "$mpiexec" --allow-run-as-root --oversubscribe --bind-to none -n 2 "$work/c_allreduce_pc"
+# The Python binding from the prefix: it finds libseam_c beside its own folder.
+"$mpiexec" --allow-run-as-root --oversubscribe --bind-to none -n 3 \
+  env PYTHONPATH="$work/prefix/lib/python" python3 "$source/examples/python_allreduce/allreduce.py"
 # The C++ API: the communicator's collectives through seam::seam.
 cmake -S "$source/examples/cpp_allreduce" -B "$work/cpp" -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/cpp-configure.log"
 cmake --build "$work/cpp" >"$work/cpp-build.log"
