@@ -7,14 +7,8 @@ import array
 import sys
 
 import seam
+from python_verdict import check, failures, verdict
 from seam import DType, ReduceOp, SeamError
-
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
 
 
 def expect_raises(kind, fn, what):
@@ -104,10 +98,5 @@ with seam.Communicator.world() as world:
     world.all_reduce(after).wait()
     check(list(after) == [float(n)] * 3, "all_reduce after a mismatch")
 
-    ok = array.array("i", [len(failures)])
-    world.all_reduce(ok).wait()
-    for f in failures:
-        print(f"rank {me}: FAILED {f}", file=sys.stderr)
-    if me == 0:
-        print(f"python binding at {n} ranks: {'passed' if ok[0] == 0 else 'FAILED'}")
-sys.exit(1 if failures or ok[0] else 0)
+    status = verdict(world, "python binding")
+sys.exit(status)

@@ -8,6 +8,7 @@ import os
 import sys
 
 import seam
+from python_verdict import check, verdict
 from seam import DType
 
 try:
@@ -30,14 +31,6 @@ if vote[0]:
 torch.cuda.set_device(int(os.environ.get("SEAM_LOCAL_RANK", me)) % torch.cuda.device_count())
 world.device_init()
 stream = torch.cuda.current_stream().cuda_stream
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-
-
 for dtype, seam_dtype in ((torch.float32, DType.F32), (torch.bfloat16, DType.BF16)):
     x = torch.full((4096,), float(me + 1), dtype=dtype, device="cuda")
     world.all_reduce_device(x.data_ptr(), x.data_ptr(), x.numel(), seam_dtype, stream=stream).wait()
@@ -72,11 +65,6 @@ torch.cuda.synchronize()
 check(torch.all(got == float((me - 1) % n)).item(), "send/recv ring")
 
 torch.cuda.synchronize()
-bad = array.array("i", [len(failures)])
-world.all_reduce(bad).wait()
-for f in failures:
-    print(f"rank {me}: FAILED {f}", file=sys.stderr)
-if me == 0:
-    print(f"python binding on torch CUDA tensors at {n} ranks: {'passed' if bad[0] == 0 else 'FAILED'}")
+status = verdict(world, "python binding on torch CUDA tensors")
 world.close()
-sys.exit(1 if bad[0] else 0)
+sys.exit(status)
