@@ -156,7 +156,7 @@ class Work:
 
     def __init__(self, handle, keep):
         self._handle = handle
-        self._keep = keep  # the buffers and counts the call reads until it completes
+        self._keep = keep  # the communicator, buffers and counts the call uses until it completes
 
     def wait(self):
         if self._handle:
@@ -187,7 +187,7 @@ class Work:
         if getattr(self, "_handle", None):
             try:
                 self.wait()
-            except SeamError:
+            except Exception:  # nothing may escape a destructor (at interpreter exit neither)
                 pass
 
 
@@ -260,7 +260,7 @@ class Communicator:
     def _call(self, fn, *args, keep=()):
         work = ctypes.c_void_p()
         _check(fn(self._handle, *args, ctypes.byref(work)))
-        return Work(work, keep)
+        return Work(work, (self, *keep))  # the communicator outlives its works
 
     # ---- host memory ----
 
