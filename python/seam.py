@@ -2,7 +2,7 @@
 
 Host buffers are anything with the buffer protocol, C-contiguous and writable (array.array,
 bytearray, numpy arrays, memoryview); the element type comes from the buffer's format or from
-`dtype=`. Device buffers are raw CUDA pointers with a stream (torch: `t.data_ptr()` and
+`dtype=`, and each buffer must hold exactly the elements its call reads or writes (checked). Device buffers are raw CUDA pointers with a stream (torch: `t.data_ptr()` and
 `torch.cuda.current_stream().cuda_stream`). Every call is non-blocking and returns a Work;
 failures raise SeamError with Seam's message; bad arguments raise ValueError or TypeError (Seam's
 own refusals as SeamValueError / SeamTypeError) before anything is sent.
@@ -191,6 +191,11 @@ class Work:
                 pass
 
 
+def _expect(buffer, name, count):
+    if buffer.count() != count:
+        raise ValueError(f"{name} holds {buffer.count()} elements, the call needs {count}")
+
+
 def _counts(values, size):
     if len(values) != size:
         raise ValueError(f"counts needs one entry per rank ({size}), got {len(values)}")
@@ -268,12 +273,14 @@ class Communicator:
         """recv = op over ranks of send (recv None: in place)."""
         s = _Host(send, dtype)
         r = s if recv is None else _Host(recv, s.dtype)
+        _expect(r, "recv", s.count())
         return self._call(_lib.seam_all_reduce, s.address, r.address, s.count(), s.dtype, op, keep=(s, r))
 
     def reduce_scatter(self, send, recv, op=ReduceOp.SUM, dtype=None):
         """recv = this rank's block (len(recv) elements) of the reduction of send."""
         s = _Host(send, dtype)
         r = _Host(recv, s.dtype)
+        _expect(s, "send", r.count() * self.size)
         return self._call(_lib.seam_reduce_scatter, s.address, r.address, r.count(), s.dtype, op, keep=(s, r))
 
     def reduce_scatterv(self, send, recv, counts, op=ReduceOp.SUM, dtype=None):
@@ -281,12 +288,15 @@ class Communicator:
         s = _Host(send, dtype)
         r = _Host(recv, s.dtype)
         c = _counts(counts, self.size)
+        _expect(s, "send", sum(counts))
+        _expect(r, "recv", counts[self.rank])
         return self._call(_lib.seam_reduce_scatterv, s.address, r.address, c, s.dtype, op, keep=(s, r, c))
 
     def all_gather(self, send, recv, dtype=None):
         """recv = every rank's send, in rank order."""
         s = _Host(send, dtype)
         r = _Host(recv, s.dtype)
+        _expect(r, "recv", s.count() * self.size)
         return self._call(_lib.seam_all_gather, s.address, r.address, s.count(), s.dtype, keep=(s, r))
 
     def all_gatherv(self, send, recv, counts, dtype=None):
@@ -294,6 +304,8 @@ class Communicator:
         s = _Host(send, dtype)
         r = _Host(recv, s.dtype)
         c = _counts(counts, self.size)
+        _expect(s, "send", counts[self.rank])
+        _expect(r, "recv", sum(counts))
         return self._call(_lib.seam_all_gatherv, s.address, r.address, c, s.dtype, keep=(s, r, c))
 
     def broadcast(self, buffer, root, dtype=None):

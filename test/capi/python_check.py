@@ -89,6 +89,12 @@ with seam.Communicator.world() as world:
     expect_raises(ValueError, lambda: world.all_reduce(bytearray(6), dtype=DType.F32), "partial element")
     expect_raises(ValueError, lambda: world.all_gatherv(array.array("i", [0]), array.array("i", [0]), [1]),
                   "counts of the wrong length")
+    expect_raises(ValueError, lambda: world.all_reduce(array.array("f", [0.0] * 4), array.array("f", [0.0] * 3)),
+                  "a recv shorter than send")
+    expect_raises(ValueError, lambda: world.all_gather(array.array("i", [0]), array.array("i", [0] * (n - 1))),
+                  "an all-gather recv of too few blocks")
+    expect_raises(ValueError, lambda: world.reduce_scatterv(array.array("f", [0.0]), array.array("f", [0.0] * 9),
+                                                            [1] * n), "reduce_scatterv sizes against counts")
     try:
         world.all_reduce(array.array("f", [1.0] * (4 if me == 0 else 5))).wait()
         failures.append("disagreeing counts: no error")
