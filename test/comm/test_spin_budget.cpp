@@ -45,7 +45,7 @@ void check_steps(us setting, std::initializer_list<Step> steps) {
 
 TEST_CASE("where cores are shared, a wait that slept but ended within 1 ms doubles the spin") {
   check_steps(50us, {
-                        {150us, shared, 1, 100us},  // 200 us in all: a 100 us spin covers it
+                        {150us, shared, 1, 100us},  // ended soon after the spin: one twice as long covers it
                         {10us, shared, 3, 800us},
                         {200us, shared, 1, SpinBudget::kMaxSpin},  // exactly the longest spin
                     });
@@ -53,7 +53,7 @@ TEST_CASE("where cores are shared, a wait that slept but ended within 1 ms doubl
 
 TEST_CASE("where no core is to spare, the spin grows up to 10 ms, over late wake-ups too") {
   check_steps(50us, {
-                        {3ms, none_spare, 1, 100us},  // a halted vCPU back late: a 3.05 ms spin would do
+                        {3ms, none_spare, 1, 100us},  // a halted vCPU back late: a spin under the ceiling covers it
                         {2ms, none_spare, 6, 6400us},
                         {10us, none_spare, 1, SpinBudget::kMaxSpinNoneSpare},
                         {10us, none_spare, 1, SpinBudget::kMaxSpinNoneSpare},
@@ -62,7 +62,7 @@ TEST_CASE("where no core is to spare, the spin grows up to 10 ms, over late wake
 
 TEST_CASE("where each rank has a core and cores are to spare, the spin grows up to 1 ms") {
   check_steps(50us, {
-                        {3ms, with_spare, 1, 50us},  // 3.05 ms: past the longest spin
+                        {3ms, with_spare, 1, 50us},  // past the longest spin: no growth
                         {10us, with_spare, 4, 800us},
                         {10us, with_spare, 1, SpinBudget::kMaxSpin},
                         {10us, with_spare, 1, SpinBudget::kMaxSpin},
@@ -73,8 +73,8 @@ TEST_CASE("where each rank has a core and cores are to spare, the spin grows up 
 TEST_CASE("where ranks share cores, a wait longer than the longest spin halves the spin back") {
   check_steps(50us, {
                         {10us, shared, 5, SpinBudget::kMaxSpin},
-                        {10us, shared, 1, 500us},   // slept even after spinning 1 ms
-                        {600us, shared, 1, 250us},  // 1.1 ms in all: no spin up to 1 ms covers it
+                        {10us, shared, 1, 500us},   // slept even after the longest spin
+                        {600us, shared, 1, 250us},  // past the longest spin: it halves
                         {5ms, shared, 10, 50us},
                     });
 }
