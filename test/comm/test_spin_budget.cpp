@@ -90,9 +90,9 @@ TEST_CASE("where each rank has a core, a long wait leaves the spin as it has gro
 TEST_CASE("a spin grown on a core of its own halves back once the core is shared") {
   check_steps(50us, {
                         {10us, none_spare, 8, SpinBudget::kMaxSpinNoneSpare},
-                        {10us, shared, 1, 5ms},  // a 10 ms spin is past the shared cores' longest
+                        {10us, shared, 1, 5ms},  // a no-spare spin is past the shared cores' longest
                         {10us, shared, 3, 625us},
-                        {10us, shared, 1, SpinBudget::kMaxSpin},  // within 1 ms in all again: grows
+                        {10us, shared, 1, SpinBudget::kMaxSpin},  // within the shared cores' longest again: grows
                     });
 }
 
